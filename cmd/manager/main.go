@@ -1,0 +1,168 @@
+// Command manager runs the Dolphin operator: the controller-runtime manager that hosts the
+// MySQLCluster and MySQLBackup reconcilers and, when enabled, their webhooks.
+//
+// This file stays thin: flags, the scheme, the manager and its servers. Reconcile logic
+// lives in controllers/, webhook logic in internal/webhook/.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/dolphin-operator/dolphin/internal/version"
+	// +kubebuilder:scaffold:imports
+)
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	// +kubebuilder:scaffold:scheme
+}
+
+// options are the manager's command-line settings.
+type options struct {
+	metricsAddr      string
+	probeAddr        string
+	secureMetrics    bool
+	enableHTTP2      bool
+	leaderElect      bool
+	leaderElectionNS string
+	webhookCertDir   string
+	webhookPort      int
+	enableWebhooks   bool
+	watchNamespaces  []string
+}
+
+func parseOptions(args []string) (options, *zap.Options, error) {
+	var o options
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
+		"Address the metrics endpoint binds to (:8443 for HTTPS, :8080 for HTTP, 0 to disable).")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	fs.BoolVar(&o.secureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS behind Kubernetes authentication and authorization.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Allow HTTP/2 for the metrics and webhook servers (off by default: CVE-2023-44487, CVE-2023-39325).")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Elect a leader so that only one replica of the manager reconciles at a time.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the leader-election Lease (default: the manager's own namespace).")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
+		"Folder holding tls.crt and tls.key for the webhook server (default: controller-runtime's).")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
+	zapOpts := &zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, nil, err
+	}
+	// ENABLE_WEBHOOKS=false runs the manager without its webhook server (e.g. `make run`
+	// without certificates); the reconcilers apply defaults themselves, so nothing breaks.
+	o.enableWebhooks = os.Getenv("ENABLE_WEBHOOKS") != "false"
+	// WATCH_NAMESPACE is set by OLM from olm.targetNamespaces; empty means all namespaces.
+	for ns := range strings.SplitSeq(os.Getenv("WATCH_NAMESPACE"), ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			o.watchNamespaces = append(o.watchNamespaces, ns)
+		}
+	}
+	return o, zapOpts, nil
+}
+
+func main() {
+	o, zapOpts, err := parseOptions(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	log.Info("Starting Dolphin", "version", version.Version, "gitCommit", version.GitCommit,
+		"webhooks", o.enableWebhooks, "watchNamespaces", o.watchNamespaces)
+
+	mgr, err := newManager(o)
+	if err != nil {
+		log.Error(err, "Failed to create the manager")
+		os.Exit(1)
+	}
+	// +kubebuilder:scaffold:builder
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Failed to add the health check")
+		os.Exit(1)
+	}
+	readyCheck := healthz.Ping
+	if o.enableWebhooks {
+		// Ready only once the webhook server serves: the API server calls it as soon as the
+		// pod is an endpoint of the webhook Service.
+		readyCheck = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", readyCheck); err != nil {
+		log.Error(err, "Failed to add the readiness check")
+		os.Exit(1)
+	}
+	log.Info("Starting the manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "The manager stopped with an error")
+		os.Exit(1)
+	}
+}
+
+func newManager(o options) (ctrl.Manager, error) {
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   o.metricsAddr,
+		SecureServing: o.secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if o.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	cacheOpts := cache.Options{}
+	if len(o.watchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.watchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgrOpts := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "dolphin.mysql.dolphin-operator.io",
+		LeaderElectionNamespace: o.leaderElectionNS,
+		// The manager exits right after losing the lease, so releasing it on a clean
+		// shutdown is safe and lets the next replica take over without waiting it out.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOpts,
+	}
+	if o.enableWebhooks {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
+			Port:    o.webhookPort,
+			CertDir: o.webhookCertDir,
+			TLSOpts: tlsOpts,
+		})
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("while creating the manager: %w", err)
+	}
+	return mgr, nil
+}

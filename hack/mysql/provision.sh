@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# provision.sh: a private Oracle MySQL for tests, from Debian's own packages.
+#
+# Debian bookworm ships no MySQL server; Debian sid ships Oracle MySQL (mysql-server-core,
+# the 9.7 LTS series), built against sid's glibc. We neither add sid to the host's apt
+# sources nor install anything into the host's dpkg database: apt runs with a private
+# configuration, state and cache, resolves the full dependency closure against an empty
+# dpkg status, downloads it, and `dpkg-deb -x` unpacks every .deb into one folder. mysqld
+# then runs through that folder's own dynamic loader (see the wrappers written below), so
+# the host's libc is never used.
+#
+# Output (idempotent; rebuilt only when missing, incomplete or FORCE=1):
+#   $DOLPHIN_CACHE/mysql/<suite>/root       the unpacked tree
+#   $DOLPHIN_CACHE/mysql/<suite>/bin/*      mysqld, mysql, mysqladmin, ... wrappers
+#   $DOLPHIN_CACHE/mysql/<suite>/VERSION    `mysqld --version` of what was unpacked
+# and prints the root folder on its last line.
+#
+# The mirror is the host's own Debian mirror, read from its apt sources (DEBIAN_MIRROR
+# overrides). Known snag: the mirror may serve a frozen sid whose Release file is past
+# Valid-Until, so that check is off in the private configuration.
+set -euo pipefail
+suite=${MYSQL_SUITE:-sid}
+pkgs=${MYSQL_PKGS:-mysql-server-core mysql-client-core}
+cache=${DOLPHIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dolphin}
+base=$cache/mysql/$suite
+root=$base/root
+ldso=$root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+libs=$root/usr/lib/x86_64-linux-gnu
+say() { echo "[mysql-provision] $*" >&2; }
+
+complete() {
+  [ -f "$base/VERSION" ] && [ -x "$ldso" ] &&
+    "$ldso" --library-path "$libs" "$root/usr/sbin/mysqld" --no-defaults --version >/dev/null 2>&1
+}
+
+mirror() {
+  if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; return; fi
+  local m
+  m=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' | grep -v security | head -1 || true)
+  [ -n "$m" ] || m=$(grep -hs '^deb ' /etc/apt/sources.list | awk '{print $2}' | grep -v security | head -1 || true)
+  [ -n "$m" ] || { say "no Debian mirror in the host's apt sources; set DEBIAN_MIRROR"; return 1; }
+  echo "$m"
+}
+
+fetch() {
+  local apt=$base/apt keyring=/usr/share/keyrings/debian-archive-keyring.gpg m n
+  for c in apt-get dpkg-deb; do command -v $c >/dev/null || { say "need $c"; exit 1; }; done
+  [ -f "$keyring" ] || { say "need $keyring (apt-get install debian-archive-keyring)"; exit 1; }
+  m=$(mirror)
+  rm -rf "$apt/lists" "$apt/cache/archives"
+  mkdir -p "$apt/etc/apt.conf.d" "$apt/etc/preferences.d" "$apt/etc/sources.list.d" \
+    "$apt/lists/partial" "$apt/cache/archives/partial"
+  : >"$apt/status.empty"
+  printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: %s\n' \
+    "$m" "$suite" "$keyring" >"$apt/etc/sources.list.d/dolphin-mysql.sources"
+  cat >"$apt/apt.conf" <<CONF
+Dir::Etc "$apt/etc";
+Dir::Etc::sourcelist "/dev/null";
+Dir::State "$apt";
+Dir::State::lists "$apt/lists";
+Dir::State::status "$apt/status.empty";
+Dir::Cache "$apt/cache";
+Acquire::Check-Valid-Until "false";
+Acquire::Languages "none";
+APT::Install-Recommends "false";
+APT::Architecture "amd64";
+APT::Architectures { "amd64"; };
+Debug::NoLocking "true";
+APT::Sandbox::User "root";
+CONF
+  say "resolving and downloading $pkgs from $suite"
+  APT_CONFIG=$apt/apt.conf apt-get update -qq
+  # shellcheck disable=SC2086
+  if ! APT_CONFIG=$apt/apt.conf apt-get install -y -qq --download-only $pkgs >"$apt/download.log" 2>&1; then
+    cat "$apt/download.log" >&2; exit 1
+  fi
+  n=$(find "$apt/cache/archives" -name '*.deb' | wc -l)
+  say "unpacking $n packages"
+  rm -rf "$root.tmp" "$root"
+  mkdir -p "$root.tmp"
+  for deb in "$apt"/cache/archives/*.deb; do dpkg-deb -x "$deb" "$root.tmp"; done
+  rm -rf "$apt/cache/archives"
+  mv "$root.tmp" "$root"
+}
+
+wrappers() {
+  mkdir -p "$base/bin"
+  # mysqld: basedir, plugin and message folders point into the tree. --no-defaults or
+  # --defaults-file must stay the first option, so a host my.cnf is never read.
+  cat >"$base/bin/mysqld" <<W
+#!/bin/sh
+first=--no-defaults
+case "\${1:-}" in --no-defaults|--defaults-file=*) first=\$1; shift;; esac
+exec "$ldso" --library-path "$libs" "$root/usr/sbin/mysqld" "\$first" --basedir="$root/usr" \\
+  --lc-messages-dir="$root/usr/share/mysql" --character-sets-dir="$root/usr/share/mysql/charsets" \\
+  --plugin-dir="$root/usr/lib/mysql/plugin" "\$@"
+W
+  for tool in mysql mysqladmin mysqldump mysqlbinlog; do
+    [ -x "$root/usr/bin/$tool" ] || continue
+    cat >"$base/bin/$tool" <<W
+#!/bin/sh
+case "\${1:-}" in --no-defaults|--defaults-file=*|--defaults-extra-file=*) ;; *) set -- --no-defaults "\$@";; esac
+exec "$ldso" --library-path "$libs" "$root/usr/bin/$tool" "\$@"
+W
+  done
+  chmod +x "$base/bin"/*
+}
+
+mkdir -p "$base"
+exec 9>"$base.lock"
+flock 9
+if ! complete || [ "${FORCE:-0}" = 1 ]; then
+  rm -f "$base/VERSION"
+  fetch
+  wrappers
+  "$base/bin/mysqld" --version >"$base/VERSION"
+  say "ready: $(cat "$base/VERSION")"
+fi
+echo "$root"
