@@ -47,6 +47,9 @@ type Options struct {
 	Restart RestartPolicy
 	// ExtraArgs go after the built-in options, so they override them.
 	ExtraArgs []string
+	// Hostname, when set, runs mysqld in its own UTS namespace with this host name, so
+	// @@hostname says which pod it serves, as it does in Kubernetes.
+	Hostname string
 	// Log receives supervisor messages (start, exit, restart); default: discarded.
 	Log io.Writer
 }
@@ -182,6 +185,11 @@ func (i *Instance) launch() error {
 		return fmt.Errorf("while opening mysqld.out: %w", err)
 	}
 	cmd := exec.Command(i.install.MysqldPath(), i.args()...)
+	if i.opts.Hostname != "" {
+		// sh and unshare exec in turn, so the PID stays mysqld's own.
+		cmd = exec.Command("unshare", append([]string{"--uts", "--", "sh", "-c",
+			`hostname "$0" && exec "$@"`, i.opts.Hostname, i.install.MysqldPath()}, i.args()...)...)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	// MYSQLD_PARENT_PID tells mysqld a supervisor restarts it, which RESTART and CLONE need.
 	cmd.Env = append(os.Environ(), "MYSQLD_PARENT_PID="+strconv.Itoa(os.Getpid()))

@@ -1,0 +1,304 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Config says what to run and where.
+type Config struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
+	// kwok-stages.yaml. Default: $DOLPHIN_BIN_DIR, else $KUBEBUILDER_ASSETS.
+	BinDir string
+	// Dir is the cluster's folder (PKI, etcd data, logs, volumes, kubeconfig). Default: a
+	// new temporary folder, removed by Stop.
+	Dir string
+	// CRDPaths are CRD manifests (files or folders) installed before the controller-manager
+	// starts: its garbage collector then knows custom-resource owners from the beginning.
+	CRDPaths []string
+	// Log receives progress lines; default: discarded.
+	Log io.Writer
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	cfg        Config
+	ownDir     bool
+	pki        *pki
+	procs      []*process
+	provision  *provisioner
+	runner     *PodRunner
+	cancel     context.CancelFunc
+	restConfig *rest.Config
+	// Kubeconfig is the path of an admin kubeconfig (valid inside the namespace).
+	Kubeconfig string
+}
+
+// Fixed addresses: the namespace is private, so nothing else can hold these ports.
+const (
+	apiServerPort = "6443"
+	etcdClientURL = "http://127.0.0.1:2379"
+	kwokNodeName  = "kwok-node-0"
+)
+
+// Start brings the control plane up and returns once a fake node is Ready. On error it
+// stops whatever it had started.
+func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+	if !InNetNS() {
+		return nil, ErrNotInNetNS
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = os.Getenv("DOLPHIN_BIN_DIR")
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if cfg.BinDir == "" {
+		return nil, errors.New("localcluster: no binaries: set Config.BinDir or DOLPHIN_BIN_DIR (`make cluster-tools` builds them into ./bin)")
+	}
+	c = &Cluster{cfg: cfg}
+	if cfg.Dir == "" {
+		if c.cfg.Dir, err = os.MkdirTemp("", "dolphin-localcluster-"); err != nil {
+			return nil, fmt.Errorf("while creating the cluster folder: %w", err)
+		}
+		c.ownDir = true
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			c = nil
+		}
+	}()
+	start := time.Now()
+	for _, d := range []string{"logs", "etcd", "volumes"} {
+		if err := os.MkdirAll(filepath.Join(c.cfg.Dir, d), 0o755); err != nil {
+			return c, fmt.Errorf("while creating %s: %w", d, err)
+		}
+	}
+	if c.pki, err = newPKI(filepath.Join(c.cfg.Dir, "pki")); err != nil {
+		return c, err
+	}
+	if err := c.writeKubeconfig(); err != nil {
+		return c, err
+	}
+	if err := c.startAPIServer(ctx); err != nil {
+		return c, err
+	}
+	c.logf("etcd and kube-apiserver ready after %s", since(start))
+	if len(cfg.CRDPaths) > 0 {
+		if _, err := envtest.InstallCRDs(c.restConfig, envtest.CRDInstallOptions{
+			Paths: cfg.CRDPaths, ErrorIfPathMissing: true,
+		}); err != nil {
+			return c, fmt.Errorf("while installing CRDs: %w", err)
+		}
+	}
+	if err := c.startControllers(); err != nil {
+		return c, err
+	}
+	if err := c.prepareNodeAndStorage(ctx); err != nil {
+		return c, err
+	}
+	c.logf("control plane ready after %s (folder %s)", since(start), c.cfg.Dir)
+	return c, nil
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context) error {
+	logs := filepath.Join(c.cfg.Dir, "logs")
+	etcd, err := startProcess(logs, "etcd", c.bin("etcd"),
+		"--name=local", "--data-dir="+filepath.Join(c.cfg.Dir, "etcd"),
+		"--listen-client-urls="+etcdClientURL, "--advertise-client-urls="+etcdClientURL,
+		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+		"--initial-cluster=local=http://127.0.0.1:2380",
+		// A test cluster's data is thrown away: fsync buys nothing and costs seconds.
+		"--unsafe-no-fsync", "--log-level=warn")
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, etcd)
+	p := c.pki
+	api, err := startProcess(logs, "kube-apiserver", c.bin("kube-apiserver"),
+		"--etcd-servers="+etcdClientURL,
+		"--bind-address=0.0.0.0", "--advertise-address="+HostIP, "--secure-port="+apiServerPort,
+		"--tls-cert-file="+p.apiserverCert, "--tls-private-key-file="+p.apiserverKey,
+		"--client-ca-file="+p.caFile,
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+p.saPub, "--service-account-signing-key-file="+p.saKey,
+		"--service-cluster-ip-range="+ServiceCIDR, "--allow-privileged=true",
+		// Webhook and aggregated-API calls go to endpoint IPs (our local processes), not to
+		// ClusterIPs that nothing here routes.
+		"--enable-aggregator-routing=true",
+		"--requestheader-client-ca-file="+c.pki.frontProxyFile,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+p.frontProxyCert, "--proxy-client-key-file="+p.frontProxyKey)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, api)
+	return c.waitFor(ctx, "kube-apiserver /readyz", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		for _, pr := range []*process{etcd, api} {
+			if done, _ := pr.exited(); done {
+				return false, pr.errExited()
+			}
+		}
+		cs, err := kubernetes.NewForConfig(c.restConfig)
+		if err != nil {
+			return false, fmt.Errorf("while creating a client: %w", err)
+		}
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", nil
+	})
+}
+
+func (c *Cluster) startControllers() error {
+	logs := filepath.Join(c.cfg.Dir, "logs")
+	p := c.pki
+	kcm, err := startProcess(logs, "kube-controller-manager", c.bin("kube-controller-manager"),
+		"--kubeconfig="+c.Kubeconfig, "--secure-port=0", "--leader-elect=false",
+		"--controllers=*", "--use-service-account-credentials=false",
+		"--service-account-private-key-file="+p.saKey, "--root-ca-file="+p.caFile,
+		"--cluster-cidr="+PodCIDR, "--allocate-node-cidrs=false")
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, kcm)
+	sched, err := startProcess(logs, "kube-scheduler", c.bin("kube-scheduler"),
+		"--kubeconfig="+c.Kubeconfig, "--secure-port=0", "--leader-elect=false")
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, sched)
+	kwok, err := startProcess(logs, "kwok", c.bin("kwok"),
+		"--kubeconfig="+c.Kubeconfig, "--config="+c.bin("kwok-stages.yaml"),
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-ip="+HostIP, "--cidr="+PodCIDR, "--server-address=127.0.0.1:10247")
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, kwok)
+	return nil
+}
+
+// writeKubeconfig writes an admin kubeconfig and builds the REST config from it.
+func (c *Cluster) writeKubeconfig() error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{
+		Server:                   "https://127.0.0.1:" + apiServerPort,
+		CertificateAuthorityData: c.pki.ca.CertPEM,
+	}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: c.pki.admin.CertPEM,
+		ClientKeyData:         c.pki.admin.KeyPEM,
+	}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin"}
+	kc.CurrentContext = "local"
+	c.Kubeconfig = filepath.Join(c.cfg.Dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, c.Kubeconfig); err != nil {
+		return fmt.Errorf("while writing the kubeconfig: %w", err)
+	}
+	rc, err := clientcmd.NewDefaultClientConfig(*kc, nil).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("while building the REST config: %w", err)
+	}
+	rc.QPS, rc.Burst = 100, 200
+	c.restConfig = rc
+	return nil
+}
+
+// RESTConfig returns a copy of the admin REST config.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// Dir is the cluster's folder.
+func (c *Cluster) Dir() string { return c.cfg.Dir }
+
+// CA is the cluster CA: it signs the API server's certificate and client certificates,
+// and can issue serving certificates for webhooks in tests.
+func (c *Cluster) CA() *CA { return c.pki.ca }
+
+// NodeName is the fake node pods are scheduled to.
+func (c *Cluster) NodeName() string { return kwokNodeName }
+
+// Stop ends the pod runner, the provisioner and every component (in reverse start order)
+// and removes the folder if Start created it. It is safe to call more than once.
+func (c *Cluster) Stop() {
+	if c.runner != nil {
+		c.runner.Stop()
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+	for k := len(c.procs) - 1; k >= 0; k-- {
+		c.procs[k].stop(10 * time.Second)
+	}
+	c.procs = nil
+	if c.ownDir && os.Getenv("DOLPHIN_KEEP_CLUSTER_DIR") == "" {
+		_ = os.RemoveAll(c.cfg.Dir)
+	}
+}
+
+// Healthy returns an error naming the first component that has exited.
+func (c *Cluster) Healthy() error {
+	for _, p := range c.procs {
+		if done, _ := p.exited(); done {
+			return p.errExited()
+		}
+	}
+	return nil
+}
+
+// LogTail returns the end of a component's log (etcd, kube-apiserver, kwok, ...).
+func (c *Cluster) LogTail(component string) string {
+	for _, p := range c.procs {
+		if p.name == component {
+			return p.tail()
+		}
+	}
+	return ""
+}
+
+func (c *Cluster) bin(name string) string { return filepath.Join(c.cfg.BinDir, name) }
+
+func (c *Cluster) logf(format string, args ...any) {
+	fmt.Fprintf(c.cfg.Log, "localcluster: "+format+"\n", args...)
+}
+
+// waitFor polls cond every 100 ms until it is true, fails, or the timeout passes.
+func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duration,
+	cond func(context.Context) (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond(ctx)
+		if err != nil {
+			return fmt.Errorf("while waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("while waiting for %s: %w", what, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(10 * time.Millisecond) }
