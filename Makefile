@@ -73,7 +73,7 @@ help: ## Show this help.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs, RBAC and webhook configurations from the Go markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/...;./controllers/...;./internal/webhook/..." \
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/...;./controllers/...;./internal/..." \
 	  output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 	  output:webhook:artifacts:config=config/webhook
 

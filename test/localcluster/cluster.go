@@ -252,6 +252,39 @@ func (c *Cluster) Stop() {
 	}
 }
 
+// Process is a program started by Run: the operator under test, for example.
+type Process struct{ p *process }
+
+// Run starts a program inside the namespace with KUBECONFIG pointing at this cluster
+// (plus env), its output in <Dir>/logs/<name>.log; Stop ends it at the latest.
+func (c *Cluster) Run(name, bin string, env []string, args ...string) (*Process, error) {
+	env = append([]string{"KUBECONFIG=" + c.Kubeconfig}, env...)
+	p, err := startProcessEnv(filepath.Join(c.cfg.Dir, "logs"), name, bin, env, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return &Process{p: p}, nil
+}
+
+// Stop ends the program: SIGTERM, then SIGKILL after the grace period.
+func (p *Process) Stop(grace time.Duration) { p.p.stop(grace) }
+
+// Exited returns an error describing the exit (with the log's end) once the program has
+// ended, nil while it runs.
+func (p *Process) Exited() error {
+	if done, _ := p.p.exited(); done {
+		return p.p.errExited()
+	}
+	return nil
+}
+
+// LogTail returns the end of the program's log.
+func (p *Process) LogTail() string { return p.p.tail() }
+
+// LogPath is the program's log file.
+func (p *Process) LogPath() string { return p.p.log }
+
 // Healthy returns an error naming the first component that has exited.
 func (c *Cluster) Healthy() error {
 	for _, p := range c.procs {

@@ -22,6 +22,11 @@ type process struct {
 // startProcess runs bin with args, its output in <logDir>/<name>.log. The child gets
 // SIGKILL if this process dies, so an interrupted test leaves nothing behind.
 func startProcess(logDir, name, bin string, args ...string) (*process, error) {
+	return startProcessEnv(logDir, name, bin, nil, args...)
+}
+
+// startProcessEnv is startProcess with extra environment variables.
+func startProcessEnv(logDir, name, bin string, env []string, args ...string) (*process, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s binary: %w (run `make cluster-tools`)", name, err)
 	}
@@ -32,6 +37,7 @@ func startProcess(logDir, name, bin string, args ...string) (*process, error) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()

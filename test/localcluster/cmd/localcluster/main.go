@@ -1,0 +1,202 @@
+// Command localcluster runs the local test cluster by hand: `localcluster demo` is what
+// `make demo` runs (control plane, MySQL pod runner, the operator, a sample cluster), and
+// `localcluster up` is the same without the operator, for running one from a debugger.
+//
+// Everything lives in a private network namespace that ends with this process; the
+// kubectl wrapper it writes enters that namespace, so the cluster is usable from any shell
+// while this command runs. Ctrl-C stops everything.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dolphin-operator/dolphin/test/localcluster"
+	"github.com/dolphin-operator/dolphin/test/mysqld"
+)
+
+type options struct {
+	manager   string
+	binDir    string
+	crds      stringList
+	samples   stringList
+	stateDir  string
+	waitReady time.Duration
+	exit      bool
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	if len(os.Args) < 2 || (os.Args[1] != "demo" && os.Args[1] != "up") {
+		fmt.Fprintln(os.Stderr, "usage: localcluster demo|up [flags] (-h for the flags)")
+		os.Exit(2)
+	}
+	mode := os.Args[1]
+	var o options
+	fs := flag.NewFlagSet(mode, flag.ExitOnError)
+	fs.StringVar(&o.manager, "manager", "", "operator binary to run in the cluster (demo: required)")
+	fs.StringVar(&o.binDir, "bin-dir", envOr("DOLPHIN_BIN_DIR", "bin"), "folder of the control-plane binaries and kubectl")
+	fs.Var(&o.crds, "crds", "CRD manifest file or folder to install (repeatable)")
+	fs.Var(&o.samples, "sample", "manifest to apply once the operator runs (repeatable)")
+	fs.StringVar(&o.stateDir, "state-dir", ".run/demo", "folder for the cluster's files; emptied at start")
+	fs.DurationVar(&o.waitReady, "wait-ready", 5*time.Minute, "how long to wait for each sample's Ready condition")
+	fs.BoolVar(&o.exit, "exit", false, "stop once the samples are Ready instead of waiting for Ctrl-C")
+	_ = fs.Parse(os.Args[2:])
+	if mode == "demo" && o.manager == "" {
+		fmt.Fprintln(os.Stderr, "localcluster demo: --manager is required (make demo builds bin/manager)")
+		os.Exit(2)
+	}
+	if err := localcluster.EnterNetNS(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := run(mode, o); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(mode string, o options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	state, err := filepath.Abs(o.stateDir)
+	if err != nil {
+		return fmt.Errorf("state folder: %w", err)
+	}
+	clusterDir := filepath.Join(state, "cluster")
+	if err := os.RemoveAll(clusterDir); err != nil {
+		return fmt.Errorf("while clearing %s: %w", clusterDir, err)
+	}
+	binDir, err := filepath.Abs(o.binDir)
+	if err != nil {
+		return fmt.Errorf("binary folder: %w", err)
+	}
+	mysql, err := mysqld.Locate()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("MySQL: %s\n", mysql.Version)
+	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, Dir: clusterDir, CRDPaths: o.crds, Log: os.Stdout})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	if _, err := c.StartPodRunner(localcluster.PodRunnerOptions{MySQL: mysql, Log: os.Stdout}); err != nil {
+		return err
+	}
+	kubectl, err := writeKubectl(state, binDir, c)
+	if err != nil {
+		return err
+	}
+	if mode == "demo" {
+		op, err := c.Run("manager", o.manager, []string{"ENABLE_WEBHOOKS=false"},
+			"--metrics-secure=false", "--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081")
+		if err != nil {
+			return err
+		}
+		if err := waitHealthy(ctx, op, "http://127.0.0.1:8081/readyz"); err != nil {
+			return err
+		}
+		fmt.Printf("Operator ready (log: %s)\n", op.LogPath())
+		if err := applySamples(ctx, kubectl, o); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\nThe cluster is up. From another shell:\n  %s get nodes,pods -A\n", kubectl)
+	if o.exit {
+		return nil
+	}
+	fmt.Println("Press Ctrl-C to stop it.")
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println("\nStopping.")
+			return nil
+		case <-time.After(time.Second):
+			if err := c.Healthy(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// waitHealthy waits until the operator's readiness endpoint answers 200.
+func waitHealthy(ctx context.Context, op *localcluster.Process, url string) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if err := op.Exited(); err != nil {
+			return err
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the operator was not ready after a minute; log:\n%s", op.LogTail())
+}
+
+// writeKubectl writes <state>/kubectl, which runs our kubectl inside this namespace.
+func writeKubectl(state, binDir string, c *localcluster.Cluster) (string, error) {
+	bin := filepath.Join(binDir, "kubectl")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("kubectl: %w (run `make cluster-tools`)", err)
+	}
+	path := filepath.Join(state, "kubectl")
+	script := fmt.Sprintf("#!/bin/sh\n# Runs kubectl inside the local cluster's network namespace (written by localcluster).\n"+
+		"exec nsenter --net=/proc/%d/ns/net %q --kubeconfig=%q \"$@\"\n", os.Getpid(), bin, c.Kubeconfig)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return "", fmt.Errorf("while writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// applySamples applies each sample, waits for its Ready condition, and shows it.
+func applySamples(ctx context.Context, kubectl string, o options) error {
+	for _, s := range o.samples {
+		if out, err := exec.CommandContext(ctx, kubectl, "apply", "-f", s).CombinedOutput(); err != nil {
+			return fmt.Errorf("while applying %s: %w: %s", s, err, out)
+		}
+		fmt.Printf("Applied %s; waiting for it to be Ready...\n", s)
+		start := time.Now()
+		wait := exec.CommandContext(ctx, kubectl, "wait", "--for=condition=Ready",
+			"--timeout="+o.waitReady.String(), "-f", s)
+		if out, err := wait.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s did not become Ready: %w: %s", s, err, out)
+		}
+		fmt.Printf("Ready after %s:\n", time.Since(start).Round(100*time.Millisecond))
+		get := exec.CommandContext(ctx, kubectl, "get", "-f", s)
+		get.Stdout, get.Stderr = os.Stdout, os.Stderr
+		if err := get.Run(); err != nil {
+			return fmt.Errorf("while showing %s: %w", s, err)
+		}
+	}
+	return nil
+}
