@@ -182,11 +182,13 @@ scorecard: operator-sdk ## Run scorecard against the cluster in $KUBECONFIG (nee
 
 ##@ Tools (built once per version into $(DOLPHIN_CACHE), linked into ./bin)
 
-.PHONY: tools envtest-tools cluster-tools mysql
+.PHONY: tools envtest-tools cluster-tools mysql host-deps
 tools: cluster-tools controller-gen kustomize operator-sdk opm chainsaw ## Build every pinned tool.
 envtest-tools: etcd kube-apiserver kubectl ## etcd, kube-apiserver and kubectl for envtest.
-cluster-tools: envtest-tools kube-controller-manager kube-scheduler kwok ## Everything the local cluster runs.
-mysql: ## Provision Oracle MySQL from Debian sid into the cache (no host install).
+cluster-tools: host-deps envtest-tools kube-controller-manager kube-scheduler kwok ## Everything the local cluster runs.
+host-deps: ## Check (and as root install) the host programs the test ground uses.
+	@hack/host-deps.sh
+mysql: host-deps ## Provision Oracle MySQL from Debian sid into the cache (no host install).
 	hack/mysql/provision.sh >/dev/null
 	@cat $(DOLPHIN_MYSQL_DIR)/VERSION
 
