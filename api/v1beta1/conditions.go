@@ -1,0 +1,80 @@
+package v1beta1
+
+// Condition types of a MySQLCluster. Each has exactly one writer: the MySQLCluster
+// reconciler's status step.
+const (
+	// ConditionReady: every instance runs, replication is healthy and the primary accepts writes.
+	ConditionReady = "Ready"
+	// ConditionProgressing: the operator is changing something (creating, scaling, rolling,
+	// switching over) and has not finished.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded: the cluster serves but something needs attention (an instance down,
+	// replication broken, errant transactions, a failed backup, an invalid setting).
+	ConditionDegraded = "Degraded"
+	// ConditionReplicationHealthy: every replica replicates from the primary with both
+	// threads running.
+	ConditionReplicationHealthy = "ReplicationHealthy"
+	// ConditionBackupHealthy: the last scheduled backup succeeded.
+	ConditionBackupHealthy = "BackupHealthy"
+)
+
+// Condition reasons (CamelCase, as metav1.Condition requires).
+const (
+	ReasonReconciling          = "Reconciling"
+	ReasonReconciled           = "Reconciled"
+	ReasonPaused               = "Paused"
+	ReasonInstancesNotReady    = "InstancesNotReady"
+	ReasonAllInstancesReady    = "AllInstancesReady"
+	ReasonScaling              = "Scaling"
+	ReasonRollingUpdate        = "RollingUpdate"
+	ReasonSwitchover           = "Switchover"
+	ReasonFailover             = "Failover"
+	ReasonPrimaryUnavailable   = "PrimaryUnavailable"
+	ReasonReplicationBroken    = "ReplicationBroken"
+	ReasonErrantTransactions   = "ErrantTransactions"
+	ReasonInvalidSpec          = "InvalidSpec"
+	ReasonApplyFailed          = "ApplyFailed"
+	ReasonBackupSucceeded      = "BackupSucceeded"
+	ReasonBackupFailed         = "BackupFailed"
+	ReasonBackupRunning        = "BackupRunning"
+	ReasonBackupPending        = "BackupPending"
+	ReasonTopologyNotManaged   = "TopologyNotManaged"
+	ReasonReplicationHealthy   = "ReplicationHealthy"
+	ReasonDeletionInProgress   = "DeletionInProgress"
+	ReasonBackupTargetNotFound = "BackupTargetNotFound"
+)
+
+// ClusterPhase is a one-word summary of a MySQLCluster for humans and printer columns;
+// automation should read the conditions.
+// +kubebuilder:validation:Enum=Pending;Provisioning;Ready;Updating;Degraded;Failed;Paused;Deleting
+type ClusterPhase string
+
+const (
+	PhasePending      ClusterPhase = "Pending"
+	PhaseProvisioning ClusterPhase = "Provisioning"
+	PhaseReady        ClusterPhase = "Ready"
+	PhaseUpdating     ClusterPhase = "Updating"
+	PhaseDegraded     ClusterPhase = "Degraded"
+	PhaseFailed       ClusterPhase = "Failed"
+	PhasePaused       ClusterPhase = "Paused"
+	PhaseDeleting     ClusterPhase = "Deleting"
+)
+
+// BackupPhase is where a MySQLBackup is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Completed;Failed
+type BackupPhase string
+
+const (
+	BackupPhasePending   BackupPhase = "Pending"
+	BackupPhaseRunning   BackupPhase = "Running"
+	BackupPhaseCompleted BackupPhase = "Completed"
+	BackupPhaseFailed    BackupPhase = "Failed"
+)
+
+// Condition types of a MySQLBackup.
+const (
+	// BackupConditionComplete: the backup finished and its data is at its location.
+	BackupConditionComplete = "Complete"
+	// BackupConditionFailed: the backup failed; the message says why.
+	BackupConditionFailed = "Failed"
+)

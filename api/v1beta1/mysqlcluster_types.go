@@ -1,0 +1,419 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MySQLClusterSpec is the desired state of a MySQL cluster: one primary and
+// instances-1 replicas.
+// +kubebuilder:validation:XValidation:rule="!has(self.primary) || self.primary.matches('^.+-[0-9]+$')",message="primary must name an instance (<cluster>-<ordinal>)"
+type MySQLClusterSpec struct {
+	// Instances is the number of MySQL servers: one primary and the rest replicas.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Instances",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	Instances *int32 `json:"instances"`
+
+	// MySQL selects the server version, image and configuration.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="MySQL"
+	MySQL MySQLSpec `json:"mysql,omitempty"`
+
+	// Storage is each instance's data volume.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage"
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// Resources are the mysqld container's requests and limits.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Resources",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:resourceRequirements"}
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Replication tunes semi-synchronous replication and automatic failover.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replication"
+	Replication ReplicationSpec `json:"replication,omitempty"`
+
+	// Primary names the instance that should be primary (e.g. "mycluster-1"). Changing it
+	// asks for a planned switchover. Empty: the operator picks, and keeps its choice.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Desired primary",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Primary string `json:"primary,omitempty"`
+
+	// TLS for client and replication connections.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS"
+	TLS TLSSpec `json:"tls,omitempty"`
+
+	// Backup schedules backups of the cluster. Absent: no scheduled backups.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup"
+	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// Monitoring adds a metrics exporter and Prometheus objects.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Monitoring"
+	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
+
+	// PodTemplate adds scheduling constraints and metadata to the instances' pods.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod template"
+	PodTemplate PodTemplateSpec `json:"podTemplate,omitempty"`
+
+	// DeletionPolicy says what happens to data when the cluster is deleted: Delete removes
+	// the volumes and secrets, Retain (the default) keeps them.
+	// +optional
+	// +kubebuilder:validation:Enum=Delete;Retain
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Delete","urn:alm:descriptor:com.tectonic.ui:select:Retain"}
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// Paused stops the operator from changing anything of this cluster (status is still
+	// reported). For maintenance by hand.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Paused bool `json:"paused,omitempty"`
+}
+
+// DeletionPolicy is what happens to a cluster's data when the cluster is deleted.
+type DeletionPolicy string
+
+const (
+	// DeletionPolicyDelete removes volumes and secrets with the cluster.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+	// DeletionPolicyRetain keeps volumes and secrets after the cluster is gone.
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+)
+
+// MySQLSpec selects the server.
+type MySQLSpec struct {
+	// Version is an LTS series ("8.4", "9.7") or an exact release in one ("8.4.6").
+	// A series means the release the operator ships for it. Downgrades are refused, and
+	// upgrades only go from one LTS series to the next.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(8\.4|9\.7)(\.[0-9]+)?$`
+	Version string `json:"version,omitempty"`
+
+	// Image overrides the server image that the operator picks for Version.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Config adds my.cnf settings ([mysqld] section). Settings the operator owns (server_id,
+	// gtid_mode, read_only, ports, paths, replication and TLS plumbing) are refused.
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// StorageSpec is each instance's data volume.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.storageClassName) || (has(self.storageClassName) && self.storageClassName == oldSelf.storageClassName)",message="storageClassName is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.size) || (has(self.size) && quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0)",message="size may grow but never shrink"
+type StorageSpec struct {
+	// Size of each instance's volume; it may grow, never shrink.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume size"
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// StorageClassName of the volumes; empty means the cluster's default. Immutable.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage class",xDescriptors={"urn:alm:descriptor:io.kubernetes:StorageClass"}
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// ReplicationSpec tunes replication.
+type ReplicationSpec struct {
+	// SemiSync makes the primary wait for replicas to acknowledge each transaction.
+	// +optional
+	SemiSync SemiSyncSpec `json:"semiSync,omitempty"`
+	// Failover replaces an unreachable primary automatically.
+	// +optional
+	Failover FailoverSpec `json:"failover,omitempty"`
+}
+
+// SemiSyncSpec configures lossless (AFTER_SYNC) semi-synchronous replication.
+type SemiSyncSpec struct {
+	// Enabled turns semi-sync on when the cluster has replicas. Default: true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// WaitForReplicaCount is how many replicas must acknowledge a commit. Default: 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	WaitForReplicaCount *int32 `json:"waitForReplicaCount,omitempty"`
+	// Timeout after which the primary stops waiting for acknowledgements. Default: a very
+	// long time, so that an acknowledged write is on a replica (lossless) rather than
+	// silently falling back to asynchronous replication.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// FailoverSpec configures automatic failover.
+type FailoverSpec struct {
+	// Enabled lets the operator promote a replica when the primary is lost. Default: true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// DetectionDelay is how long the primary must be unreachable before a failover. Default: 5s.
+	// +optional
+	DetectionDelay *metav1.Duration `json:"detectionDelay,omitempty"`
+}
+
+// TLSSpec configures TLS.
+type TLSSpec struct {
+	// Enabled requires TLS for client and replication connections. Default: true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// SecretName names a kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt) to use instead
+	// of the certificates the operator issues and rotates.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+}
+
+// BackupSpec schedules backups.
+// +kubebuilder:validation:XValidation:rule="(has(self.suspend) && self.suspend) || (has(self.schedule) && size(self.schedule) > 0)",message="schedule is required unless backups are suspended"
+type BackupSpec struct {
+	// Schedule in cron format (five fields, as a CronJob). Required unless Suspend.
+	// +optional
+	Schedule string `json:"schedule,omitempty"`
+	// Retention says which backups to keep.
+	// +optional
+	Retention BackupRetention `json:"retention,omitempty"`
+	// Target is where backups go. Default: a volume the size of an instance's.
+	// +optional
+	Target *BackupTarget `json:"target,omitempty"`
+	// Suspend stops scheduling new backups; existing ones are kept.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// BackupRetention keeps the newest Count backups and drops backups older than MaxAge;
+// with both, a backup goes when either says so.
+type BackupRetention struct {
+	// Count of backups to keep. Default: 7 when MaxAge is not set.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Count *int32 `json:"count,omitempty"`
+	// MaxAge of a backup, e.g. "720h".
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// BackupTarget is where backups are written: exactly one of PVC and S3.
+// +kubebuilder:validation:XValidation:rule="has(self.pvc) != has(self.s3)",message="exactly one of pvc and s3 must be set"
+type BackupTarget struct {
+	// PVC stores backups on a volume in the cluster's namespace.
+	// +optional
+	PVC *PVCTarget `json:"pvc,omitempty"`
+	// S3 stores backups in an S3-compatible bucket.
+	// +optional
+	S3 *S3Target `json:"s3,omitempty"`
+}
+
+// PVCTarget is a backup volume. With ClaimName it uses an existing claim; otherwise the
+// operator creates one of Size.
+type PVCTarget struct {
+	// ClaimName of an existing PersistentVolumeClaim.
+	// +optional
+	ClaimName string `json:"claimName,omitempty"`
+	// Size of the claim the operator creates.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// StorageClassName of the claim the operator creates.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// S3Target is an S3-compatible bucket.
+type S3Target struct {
+	// Bucket name.
+	// +kubebuilder:validation:MinLength=1
+	Bucket string `json:"bucket"`
+	// Prefix of the objects' keys.
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+	// Endpoint URL for S3-compatible stores; empty means AWS.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// Region of the bucket.
+	// +optional
+	Region string `json:"region,omitempty"`
+	// CredentialsSecret names a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+	CredentialsSecret corev1.LocalObjectReference `json:"credentialsSecret"`
+}
+
+// MonitoringSpec adds metrics.
+type MonitoringSpec struct {
+	// Exporter runs mysqld_exporter next to each instance.
+	// +optional
+	Exporter ExporterSpec `json:"exporter,omitempty"`
+	// ServiceMonitor creates a Prometheus Operator ServiceMonitor (when that CRD exists).
+	// +optional
+	ServiceMonitor ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
+	// PrometheusRule creates Dolphin's alerting rules (when that CRD exists).
+	// +optional
+	PrometheusRule PrometheusRuleSpec `json:"prometheusRule,omitempty"`
+}
+
+// ExporterSpec configures the metrics exporter sidecar.
+type ExporterSpec struct {
+	// Enabled adds the exporter sidecar.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Image overrides the exporter image.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Resources of the exporter container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ServiceMonitorSpec configures the ServiceMonitor.
+type ServiceMonitorSpec struct {
+	// Enabled creates the ServiceMonitor.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Interval between scrapes. Default: Prometheus's.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Labels added to the ServiceMonitor, for a Prometheus's selector.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// PrometheusRuleSpec configures the PrometheusRule.
+type PrometheusRuleSpec struct {
+	// Enabled creates the PrometheusRule.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Labels added to the PrometheusRule, for a Prometheus's rule selector.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// PodTemplateSpec is what users may add to the instances' pods.
+type PodTemplateSpec struct {
+	// Metadata added to each pod.
+	// +optional
+	Metadata PodMetadata `json:"metadata,omitempty"`
+	// Affinity replaces the operator's default anti-affinity.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Tolerations of the pods.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// TopologySpreadConstraints replace the operator's default spread over zones and nodes.
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// NodeSelector of the pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// PriorityClassName of the pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// PodMetadata is labels and annotations for pods.
+type PodMetadata struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// MySQLClusterStatus is what the operator observed.
+type MySQLClusterStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase summarises the conditions in one word.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
+	Phase ClusterPhase `json:"phase,omitempty"`
+	// Conditions: Ready, Progressing, Degraded, ReplicationHealthy, BackupHealthy.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Instances that exist.
+	// +optional
+	Instances int32 `json:"instances,omitempty"`
+	// ReadyInstances that serve.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready instances",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
+	ReadyInstances int32 `json:"readyInstances,omitempty"`
+	// CurrentPrimary is the instance that accepts writes.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current primary",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	CurrentPrimary string `json:"currentPrimary,omitempty"`
+	// Endpoints are the Services clients connect to.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Endpoints"
+	Endpoints ClusterEndpoints `json:"endpoints,omitempty"`
+	// Version is the MySQL release the instances run.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Version string `json:"version,omitempty"`
+	// Backup reports scheduled backups.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Backup"
+	Backup BackupStatus `json:"backup,omitempty"`
+}
+
+// ClusterEndpoints are host:port addresses of the cluster's Services.
+type ClusterEndpoints struct {
+	// Primary is read-write.
+	// +optional
+	Primary string `json:"primary,omitempty"`
+	// Replicas is read-only, balanced over the replicas.
+	// +optional
+	Replicas string `json:"replicas,omitempty"`
+}
+
+// BackupStatus reports scheduled backups.
+type BackupStatus struct {
+	// LastSuccessful is when the newest successful backup completed.
+	// +optional
+	LastSuccessful *metav1.Time `json:"lastSuccessful,omitempty"`
+	// LastFailure is when the newest failed backup failed.
+	// +optional
+	LastFailure *metav1.Time `json:"lastFailure,omitempty"`
+	// NextScheduled is when the next backup starts.
+	// +optional
+	NextScheduled *metav1.Time `json:"nextScheduled,omitempty"`
+}
+
+// MySQLCluster is a MySQL cluster with one primary and replicas kept in sync with GTID
+// semi-synchronous replication.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=mysqlc,categories=dolphin
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Instances",type=integer,JSONPath=`.spec.instances`
+// +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.currentPrimary`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Cluster",resources={{StatefulSet,v1,""},{Service,v1,""},{Secret,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""}}
+type MySQLCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   MySQLClusterSpec   `json:"spec"`
+	Status MySQLClusterStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// MySQLClusterList is a list of MySQLCluster.
+type MySQLClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MySQLCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MySQLCluster{}, &MySQLClusterList{})
+}

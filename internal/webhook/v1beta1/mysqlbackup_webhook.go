@@ -1,0 +1,72 @@
+package v1beta1
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// SetupMySQLBackupWebhookWithManager registers the webhooks of MySQLBackup (and its
+// conversion webhook).
+func SetupMySQLBackupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &mysqlv1beta1.MySQLBackup{}).
+		WithDefaulter(&MySQLBackupDefaulter{}).
+		WithValidator(&MySQLBackupValidator{}).
+		Complete()
+}
+
+// +kubebuilder:webhook:path=/mutate-mysql-dolphin-operator-io-v1beta1-mysqlbackup,mutating=true,failurePolicy=fail,sideEffects=None,groups=mysql.dolphin-operator.io,resources=mysqlbackups,verbs=create;update,versions=v1beta1,name=mmysqlbackup-v1beta1.mysql.dolphin-operator.io,admissionReviewVersions=v1
+
+// MySQLBackupDefaulter fills defaults with MySQLBackup.Default.
+type MySQLBackupDefaulter struct{}
+
+// Default implements admission.Defaulter.
+func (*MySQLBackupDefaulter) Default(_ context.Context, b *mysqlv1beta1.MySQLBackup) error {
+	b.Default()
+	return nil
+}
+
+// +kubebuilder:webhook:path=/validate-mysql-dolphin-operator-io-v1beta1-mysqlbackup,mutating=false,failurePolicy=fail,sideEffects=None,groups=mysql.dolphin-operator.io,resources=mysqlbackups,verbs=create;update,versions=v1beta1,name=vmysqlbackup-v1beta1.mysql.dolphin-operator.io,admissionReviewVersions=v1
+
+// MySQLBackupValidator rejects backups that cannot be taken.
+type MySQLBackupValidator struct{}
+
+// ValidateCreate implements admission.Validator.
+func (*MySQLBackupValidator) ValidateCreate(_ context.Context, b *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
+	return nil, invalid("MySQLBackup", b.Name, validateBackupObject(b))
+}
+
+// ValidateUpdate implements admission.Validator. The spec is immutable (a CEL rule on
+// the CRD says so too); status and metadata may change.
+func (*MySQLBackupValidator) ValidateUpdate(_ context.Context, old, b *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
+	if b.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	errs := validateBackupObject(b)
+	if old.Spec.Cluster != b.Spec.Cluster || old.Spec.Method != b.Spec.Method {
+		errs = append(errs, field.Forbidden(field.NewPath("spec"), "a backup's spec is immutable"))
+	}
+	return nil, invalid("MySQLBackup", b.Name, errs)
+}
+
+// ValidateDelete implements admission.Validator; deletion is always allowed.
+func (*MySQLBackupValidator) ValidateDelete(context.Context, *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validateBackupObject(b *mysqlv1beta1.MySQLBackup) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec")
+	if b.Spec.Cluster == "" {
+		errs = append(errs, field.Required(p.Child("cluster"), "the MySQLCluster to back up"))
+	}
+	if b.Spec.Method == mysqlv1beta1.BackupMethodPhysical {
+		errs = append(errs, field.NotSupported(p.Child("method"), b.Spec.Method,
+			[]string{string(mysqlv1beta1.BackupMethodLogical)}))
+	}
+	return append(errs, validateBackupTarget(b.Spec.Target, p.Child("target"))...)
+}

@@ -1,0 +1,242 @@
+package v1beta1
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+var specPath = field.NewPath("spec")
+
+// validateClusterCreate runs every check that needs only the new object.
+func validateClusterCreate(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	var errs field.ErrorList
+	for _, check := range []func(*mysqlv1beta1.MySQLCluster) field.ErrorList{
+		validateInstances, validateVersion, validateConfig, validateStorage, validatePrimary,
+		validateReplication, validateTLS, validateBackup,
+	} {
+		errs = append(errs, check(c)...)
+	}
+	return errs
+}
+
+// validateClusterUpdate adds the checks that compare with the stored object.
+func validateClusterUpdate(old, c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	errs := validateClusterCreate(c)
+	errs = append(errs, validateVersionChange(old, c)...)
+	errs = append(errs, validateStorageChange(old, c)...)
+	return errs
+}
+
+func validateInstances(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	p := specPath.Child("instances")
+	switch {
+	case c.Spec.Instances == nil:
+		return field.ErrorList{field.Required(p, "the number of instances (1 to 9) is required")}
+	case *c.Spec.Instances < 1 || *c.Spec.Instances > 9:
+		return field.ErrorList{field.Invalid(p, *c.Spec.Instances, "must be between 1 and 9")}
+	}
+	return nil
+}
+
+func validateVersion(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	if c.Spec.MySQL.Version == "" {
+		return nil // defaulted
+	}
+	if _, err := mysqlv1beta1.ParseMySQLVersion(c.Spec.MySQL.Version); err != nil {
+		return field.ErrorList{field.Invalid(specPath.Child("mysql", "version"), c.Spec.MySQL.Version, err.Error())}
+	}
+	return nil
+}
+
+func validateVersionChange(old, c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	from, errOld := mysqlv1beta1.ParseMySQLVersion(old.Spec.MySQL.Version)
+	to, errNew := mysqlv1beta1.ParseMySQLVersion(c.Spec.MySQL.Version)
+	if errOld != nil || errNew != nil {
+		return nil // a bad new version is reported by validateVersion; a bad old one cannot be fixed here
+	}
+	if err := from.CanUpgradeTo(to); err != nil {
+		return field.ErrorList{field.Forbidden(specPath.Child("mysql", "version"), err.Error())}
+	}
+	return nil
+}
+
+// ownedSettings are my.cnf settings the operator sets itself: changing them would break
+// replication, failover, TLS or the pod's layout.
+var ownedSettings = map[string]bool{
+	"server_id": true, "server_uuid": true, "gtid_mode": true, "enforce_gtid_consistency": true,
+	"log_bin": true, "log_replica_updates": true, "log_slave_updates": true, "binlog_format": true,
+	"relay_log": true, "relay_log_index": true, "skip_replica_start": true, "skip_slave_start": true,
+	"read_only": true, "super_read_only": true, "report_host": true, "report_port": true,
+	"datadir": true, "socket": true, "port": true, "bind_address": true, "pid_file": true,
+	"log_error": true, "secure_file_priv": true, "admin_address": true, "admin_port": true,
+	"plugin_load": true, "plugin_load_add": true, "plugin_dir": true, "basedir": true, "user": true,
+	"require_secure_transport": true, "clone_valid_donor_list": true, "init_file": true,
+	"skip_grant_tables": true, "skip_networking": true,
+}
+
+// ownedPrefixes are families of settings the operator owns.
+var ownedPrefixes = []string{"rpl_semi_sync_", "ssl_", "mysqlx", "gtid_", "replica_", "slave_", "master_", "source_"}
+
+var settingName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+func validateConfig(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	var errs field.ErrorList
+	p := specPath.Child("mysql", "config")
+	for k, v := range c.Spec.MySQL.Config {
+		kp := p.Key(k)
+		if !settingName.MatchString(k) {
+			errs = append(errs, field.Invalid(kp, k, "a setting name has only letters, digits, '_', '-' and '.'"))
+			continue
+		}
+		if strings.ContainsAny(v, "\n\r") {
+			errs = append(errs, field.Invalid(kp, v, "a value must be one line"))
+		}
+		name := strings.TrimPrefix(strings.ReplaceAll(strings.ToLower(k), "-", "_"), "loose_")
+		if ownedSettings[name] {
+			errs = append(errs, field.Forbidden(kp, fmt.Sprintf("%s is set by the operator", name)))
+			continue
+		}
+		for _, pre := range ownedPrefixes {
+			if strings.HasPrefix(name, pre) {
+				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("%s* settings are set by the operator", pre)))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+func validateStorage(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	if s := c.Spec.Storage.Size; s != nil && s.Sign() <= 0 {
+		return field.ErrorList{field.Invalid(specPath.Child("storage", "size"), s.String(), "must be greater than zero")}
+	}
+	return nil
+}
+
+func validateStorageChange(old, c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	var errs field.ErrorList
+	p := specPath.Child("storage")
+	if o, n := old.Spec.Storage.Size, c.Spec.Storage.Size; o != nil && n != nil && n.Cmp(*o) < 0 {
+		errs = append(errs, field.Forbidden(p.Child("size"),
+			fmt.Sprintf("volumes cannot shrink (from %s to %s)", o.String(), n.String())))
+	}
+	o, n := old.Spec.Storage.StorageClassName, c.Spec.Storage.StorageClassName
+	if o != nil && (n == nil || *n != *o) {
+		errs = append(errs, field.Forbidden(p.Child("storageClassName"), "is immutable"))
+	}
+	return errs
+}
+
+func validatePrimary(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	if c.Spec.Primary == "" || c.Spec.Instances == nil {
+		return nil
+	}
+	p := specPath.Child("primary")
+	prefix := c.Name + "-"
+	ord, err := strconv.Atoi(strings.TrimPrefix(c.Spec.Primary, prefix))
+	if !strings.HasPrefix(c.Spec.Primary, prefix) || err != nil || ord < 0 ||
+		strconv.Itoa(ord) != strings.TrimPrefix(c.Spec.Primary, prefix) {
+		return field.ErrorList{field.Invalid(p, c.Spec.Primary,
+			fmt.Sprintf("must name an instance of this cluster: %s0 to %s%d", prefix, prefix, *c.Spec.Instances-1))}
+	}
+	if ord >= int(*c.Spec.Instances) {
+		return field.ErrorList{field.Invalid(p, c.Spec.Primary,
+			fmt.Sprintf("the cluster has %d instances (%s0 to %s%d)", *c.Spec.Instances, prefix, prefix, *c.Spec.Instances-1))}
+	}
+	return nil
+}
+
+func validateReplication(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	var errs field.ErrorList
+	p := specPath.Child("replication")
+	ss := c.Spec.Replication.SemiSync
+	if n := ss.WaitForReplicaCount; n != nil {
+		switch {
+		case *n < 1:
+			errs = append(errs, field.Invalid(p.Child("semiSync", "waitForReplicaCount"), *n, "must be at least 1"))
+		case c.Spec.Instances != nil && *c.Spec.Instances > 1 && *n > *c.Spec.Instances-1 &&
+			(ss.Enabled == nil || *ss.Enabled):
+			errs = append(errs, field.Invalid(p.Child("semiSync", "waitForReplicaCount"), *n,
+				fmt.Sprintf("a cluster of %d instances has %d replicas to acknowledge writes: commits would wait forever",
+					*c.Spec.Instances, *c.Spec.Instances-1)))
+		}
+	}
+	if ss.Timeout != nil && ss.Timeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("semiSync", "timeout"), ss.Timeout.String(), "must be positive"))
+	}
+	if d := c.Spec.Replication.Failover.DetectionDelay; d != nil && d.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("failover", "detectionDelay"), d.String(), "must be positive"))
+	}
+	return errs
+}
+
+func validateTLS(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	t := c.Spec.TLS
+	if t.SecretName != "" && t.Enabled != nil && !*t.Enabled {
+		return field.ErrorList{field.Invalid(specPath.Child("tls", "secretName"), t.SecretName,
+			"a certificate secret needs tls.enabled: true")}
+	}
+	return nil
+}
+
+// cronParser accepts what a CronJob accepts: five fields or a descriptor such as @daily.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+func validateBackup(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	b := c.Spec.Backup
+	if b == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	p := specPath.Child("backup")
+	if b.Schedule == "" {
+		if !b.Suspend {
+			errs = append(errs, field.Required(p.Child("schedule"), "a cron schedule such as \"0 2 * * *\" (or suspend: true)"))
+		}
+	} else if _, err := cronParser.Parse(b.Schedule); err != nil {
+		errs = append(errs, field.Invalid(p.Child("schedule"), b.Schedule, "not a cron schedule: "+err.Error()))
+	}
+	if n := b.Retention.Count; n != nil && *n < 1 {
+		errs = append(errs, field.Invalid(p.Child("retention", "count"), *n, "must keep at least 1 backup"))
+	}
+	if a := b.Retention.MaxAge; a != nil && a.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("retention", "maxAge"), a.String(), "must be positive"))
+	}
+	return append(errs, validateBackupTarget(b.Target, p.Child("target"))...)
+}
+
+func validateBackupTarget(t *mysqlv1beta1.BackupTarget, p *field.Path) field.ErrorList {
+	if t == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch {
+	case t.PVC == nil && t.S3 == nil:
+		return field.ErrorList{field.Required(p, "one of pvc and s3")}
+	case t.PVC != nil && t.S3 != nil:
+		return field.ErrorList{field.Forbidden(p, "only one of pvc and s3 may be set")}
+	case t.PVC != nil:
+		if t.PVC.ClaimName == "" && t.PVC.Size == nil {
+			errs = append(errs, field.Required(p.Child("pvc"), "claimName of an existing claim, or size of a new one"))
+		}
+		if t.PVC.Size != nil && t.PVC.Size.Sign() <= 0 {
+			errs = append(errs, field.Invalid(p.Child("pvc", "size"), t.PVC.Size.String(), "must be greater than zero"))
+		}
+	case t.S3 != nil:
+		if t.S3.Bucket == "" {
+			errs = append(errs, field.Required(p.Child("s3", "bucket"), ""))
+		}
+		if t.S3.CredentialsSecret.Name == "" {
+			errs = append(errs, field.Required(p.Child("s3", "credentialsSecret", "name"),
+				"a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"))
+		}
+	}
+	return errs
+}

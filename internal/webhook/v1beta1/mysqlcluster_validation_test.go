@@ -1,0 +1,303 @@
+package v1beta1
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// cluster builds a valid, defaulted three-instance cluster named "db"; mutate tweaks it.
+func cluster(mutate ...func(*mysqlv1beta1.MySQLCluster)) *mysqlv1beta1.MySQLCluster {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	c.Spec.Instances = new(int32(3))
+	c.Default()
+	for _, m := range mutate {
+		m(c)
+	}
+	return c
+}
+
+func qty(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+// expect checks that errs has exactly the wanted field paths (in any order), each error
+// mentioning its fragment.
+func expect(t *testing.T, errs field.ErrorList, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for _, e := range errs {
+		got[e.Field] = e.Error()
+	}
+	for path, fragment := range want {
+		msg, ok := got[path]
+		if !ok {
+			t.Errorf("no error for %s; got %v", path, errs)
+			continue
+		}
+		if !strings.Contains(msg, fragment) {
+			t.Errorf("error for %s is %q, want it to mention %q", path, msg, fragment)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d errors, want %d: %v", len(got), len(want), errs)
+	}
+}
+
+func TestValidateInstances(t *testing.T) {
+	for name, tc := range map[string]struct {
+		instances *int32
+		want      map[string]string
+	}{
+		"one is enough":      {new(int32(1)), nil},
+		"nine is the most":   {new(int32(9)), nil},
+		"null is refused":    {nil, map[string]string{"spec.instances": "Required"}},
+		"zero is refused":    {new(int32(0)), map[string]string{"spec.instances": "between 1 and 9"}},
+		"ten is too many":    {new(int32(10)), map[string]string{"spec.instances": "between 1 and 9"}},
+		"negative is absurd": {new(int32(-3)), map[string]string{"spec.instances": "between 1 and 9"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			expect(t, validateInstances(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Instances = tc.instances })), tc.want)
+		})
+	}
+}
+
+func TestValidateVersion(t *testing.T) {
+	for name, tc := range map[string]struct {
+		version string
+		want    map[string]string
+	}{
+		"a series":                 {"8.4", nil},
+		"a release":                {"9.7.4", nil},
+		"empty is defaulted":       {"", nil},
+		"an unsupported series":    {"8.0", map[string]string{"spec.mysql.version": "not supported"}},
+		"not a version":            {"latest", map[string]string{"spec.mysql.version": "not a version"}},
+		"too many parts":           {"8.4.1.2", map[string]string{"spec.mysql.version": "not a version"}},
+		"a leading zero":           {"8.04", map[string]string{"spec.mysql.version": "not a number"}},
+		"a trailing dot":           {"8.4.", map[string]string{"spec.mysql.version": "not a number"}},
+		"a future unsupported LTS": {"10.3", map[string]string{"spec.mysql.version": "supported LTS series are 8.4, 9.7"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			expect(t, validateVersion(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Version = tc.version })), tc.want)
+		})
+	}
+}
+
+func TestValidateVersionChange(t *testing.T) {
+	for name, tc := range map[string]struct {
+		from, to string
+		want     map[string]string
+	}{
+		"unchanged":                     {"8.4", "8.4", nil},
+		"a patch upgrade":               {"8.4.5", "8.4.6", nil},
+		"pinning a release":             {"8.4", "8.4.6", nil},
+		"to the next LTS":               {"8.4.6", "9.7", nil},
+		"a patch downgrade":             {"8.4.6", "8.4.5", map[string]string{"spec.mysql.version": "downgrading"}},
+		"a series downgrade":            {"9.7", "8.4", map[string]string{"spec.mysql.version": "downgrading"}},
+		"a release downgrade to series": {"9.7.4", "8.4.9", map[string]string{"spec.mysql.version": "downgrading"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Version = tc.from })
+			expect(t, validateVersionChange(old, cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Version = tc.to })), tc.want)
+		})
+	}
+}
+
+func TestUpgradePathsSkipNoLTS(t *testing.T) {
+	// With only two supported series no jump can skip one; the table still must refuse a
+	// path it does not list. 9.7 has no successor yet.
+	from, _ := mysqlv1beta1.ParseMySQLVersion("9.7")
+	to := mysqlv1beta1.MySQLVersion{Major: 11, Minor: 1, Patch: -1}
+	if err := from.CanUpgradeTo(to); err == nil || !strings.Contains(err.Error(), "one step") {
+		t.Fatalf("9.7 -> 11.1 must be refused as a jump, got %v", err)
+	}
+}
+
+func TestValidateConfig(t *testing.T) {
+	for name, tc := range map[string]struct {
+		config map[string]string
+		want   map[string]string
+	}{
+		"tuning is fine":         {map[string]string{"innodb_buffer_pool_size": "1G", "max-connections": "500"}, nil},
+		"server_id is ours":      {map[string]string{"server_id": "7"}, map[string]string{"spec.mysql.config[server_id]": "set by the operator"}},
+		"dashes are underscores": {map[string]string{"gtid-mode": "OFF"}, map[string]string{"spec.mysql.config[gtid-mode]": "gtid_mode is set by the operator"}},
+		"loose_ does not hide":   {map[string]string{"loose-read_only": "OFF"}, map[string]string{"spec.mysql.config[loose-read_only]": "read_only"}},
+		"case does not hide":     {map[string]string{"Super_Read_Only": "0"}, map[string]string{"spec.mysql.config[Super_Read_Only]": "super_read_only"}},
+		"semi-sync family":       {map[string]string{"rpl_semi_sync_source_timeout": "1"}, map[string]string{"spec.mysql.config[rpl_semi_sync_source_timeout]": "rpl_semi_sync_"}},
+		"ssl family":             {map[string]string{"ssl_cert": "/x"}, map[string]string{"spec.mysql.config[ssl_cert]": "ssl_"}},
+		"a newline injects":      {map[string]string{"sql_mode": "ANSI\n[client]"}, map[string]string{"spec.mysql.config[sql_mode]": "one line"}},
+		"a bad name":             {map[string]string{"a b": "1"}, map[string]string{"spec.mysql.config[a b]": "setting name"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			expect(t, validateConfig(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Config = tc.config })), tc.want)
+		})
+	}
+}
+
+func TestValidateStorage(t *testing.T) {
+	expect(t, validateStorage(cluster()), nil)
+	expect(t, validateStorage(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Storage.Size = qty("0") })),
+		map[string]string{"spec.storage.size": "greater than zero"})
+}
+
+func TestValidateStorageChange(t *testing.T) {
+	fast, slow := "fast", "slow"
+	for name, tc := range map[string]struct {
+		fromSize, toSize   string
+		fromClass, toClass *string
+		want               map[string]string
+	}{
+		"grow":                         {"10Gi", "20Gi", nil, nil, nil},
+		"same size, written otherwise": {"1Gi", "1024Mi", nil, nil, nil},
+		"shrink":                       {"20Gi", "10Gi", nil, nil, map[string]string{"spec.storage.size": "cannot shrink"}},
+		"set a class later":            {"10Gi", "10Gi", nil, &fast, nil},
+		"keep the class":               {"10Gi", "10Gi", &fast, &fast, nil},
+		"change the class":             {"10Gi", "10Gi", &fast, &slow, map[string]string{"spec.storage.storageClassName": "immutable"}},
+		"drop the class":               {"10Gi", "10Gi", &fast, nil, map[string]string{"spec.storage.storageClassName": "immutable"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+				c.Spec.Storage.Size, c.Spec.Storage.StorageClassName = qty(tc.fromSize), tc.fromClass
+			})
+			cur := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+				c.Spec.Storage.Size, c.Spec.Storage.StorageClassName = qty(tc.toSize), tc.toClass
+			})
+			expect(t, validateStorageChange(old, cur), tc.want)
+		})
+	}
+}
+
+func TestValidatePrimary(t *testing.T) {
+	for name, tc := range map[string]struct {
+		primary string
+		want    map[string]string
+	}{
+		"none":               {"", nil},
+		"the first":          {"db-0", nil},
+		"the last":           {"db-2", nil},
+		"past the last":      {"db-3", map[string]string{"spec.primary": "has 3 instances"}},
+		"another cluster's":  {"other-1", map[string]string{"spec.primary": "instance of this cluster"}},
+		"not an ordinal":     {"db-x", map[string]string{"spec.primary": "instance of this cluster"}},
+		"a padded ordinal":   {"db-01", map[string]string{"spec.primary": "instance of this cluster"}},
+		"a negative ordinal": {"db--1", map[string]string{"spec.primary": "instance of this cluster"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			expect(t, validatePrimary(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Primary = tc.primary })), tc.want)
+		})
+	}
+}
+
+func TestValidateReplication(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mutate func(*mysqlv1beta1.MySQLCluster)
+		want   map[string]string
+	}{
+		"defaults": {func(*mysqlv1beta1.MySQLCluster) {}, nil},
+		"all replicas must ack": {func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.Replication.SemiSync.WaitForReplicaCount = new(int32(2))
+		}, nil},
+		"more acks than replicas": {func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.Replication.SemiSync.WaitForReplicaCount = new(int32(3))
+		}, map[string]string{"spec.replication.semiSync.waitForReplicaCount": "wait forever"}},
+		"more acks, but semi-sync off": {func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.Replication.SemiSync.WaitForReplicaCount = new(int32(3))
+			c.Spec.Replication.SemiSync.Enabled = new(false)
+		}, nil},
+		"a single instance has no replicas to wait for": {func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.Instances = new(int32(1))
+		}, nil},
+		"zero acks": {func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.Replication.SemiSync.WaitForReplicaCount = new(int32(0))
+		}, map[string]string{"spec.replication.semiSync.waitForReplicaCount": "at least 1"}},
+		"a negative timeout": {func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.Replication.SemiSync.Timeout = &metav1.Duration{Duration: -time.Second}
+		}, map[string]string{"spec.replication.semiSync.timeout": "positive"}},
+		"no detection delay": {func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{}
+		}, map[string]string{"spec.replication.failover.detectionDelay": "positive"}},
+	} {
+		t.Run(name, func(t *testing.T) { expect(t, validateReplication(cluster(tc.mutate)), tc.want) })
+	}
+}
+
+func TestValidateTLS(t *testing.T) {
+	expect(t, validateTLS(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.TLS.SecretName = "mine" })), nil)
+	expect(t, validateTLS(cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.TLS.SecretName, c.Spec.TLS.Enabled = "mine", new(false)
+	})), map[string]string{"spec.tls.secretName": "tls.enabled"})
+}
+
+func TestValidateBackup(t *testing.T) {
+	backup := func(m func(*mysqlv1beta1.BackupSpec)) func(*mysqlv1beta1.MySQLCluster) {
+		return func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 2 * * *"}
+			m(c.Spec.Backup)
+			c.Default()
+		}
+	}
+	s3 := &mysqlv1beta1.BackupTarget{S3: &mysqlv1beta1.S3Target{Bucket: "b"}}
+	for name, tc := range map[string]struct {
+		mutate func(*mysqlv1beta1.MySQLCluster)
+		want   map[string]string
+	}{
+		"no backups":               {func(*mysqlv1beta1.MySQLCluster) {}, nil},
+		"nightly":                  {backup(func(*mysqlv1beta1.BackupSpec) {}), nil},
+		"a descriptor":             {backup(func(b *mysqlv1beta1.BackupSpec) { b.Schedule = "@daily" }), nil},
+		"suspended without a time": {backup(func(b *mysqlv1beta1.BackupSpec) { b.Schedule, b.Suspend = "", true }), nil},
+		"no schedule":              {backup(func(b *mysqlv1beta1.BackupSpec) { b.Schedule = "" }), map[string]string{"spec.backup.schedule": "Required"}},
+		"not cron":                 {backup(func(b *mysqlv1beta1.BackupSpec) { b.Schedule = "every night" }), map[string]string{"spec.backup.schedule": "not a cron schedule"}},
+		"six fields":               {backup(func(b *mysqlv1beta1.BackupSpec) { b.Schedule = "0 0 2 * * *" }), map[string]string{"spec.backup.schedule": "not a cron schedule"}},
+		"an hour out of range":     {backup(func(b *mysqlv1beta1.BackupSpec) { b.Schedule = "0 25 * * *" }), map[string]string{"spec.backup.schedule": "not a cron schedule"}},
+		"keep none":                {backup(func(b *mysqlv1beta1.BackupSpec) { b.Retention.Count = new(int32(0)) }), map[string]string{"spec.backup.retention.count": "at least 1"}},
+		"a negative age":           {backup(func(b *mysqlv1beta1.BackupSpec) { b.Retention.MaxAge = &metav1.Duration{Duration: -time.Hour} }), map[string]string{"spec.backup.retention.maxAge": "positive"}},
+		"both targets": {backup(func(b *mysqlv1beta1.BackupSpec) {
+			b.Target = &mysqlv1beta1.BackupTarget{PVC: &mysqlv1beta1.PVCTarget{ClaimName: "x"}, S3: s3.S3}
+		}), map[string]string{"spec.backup.target": "only one"}},
+		"an empty target": {backup(func(b *mysqlv1beta1.BackupSpec) { b.Target = &mysqlv1beta1.BackupTarget{} }), map[string]string{"spec.backup.target": "one of pvc and s3"}},
+		"a pvc with nothing": {backup(func(b *mysqlv1beta1.BackupSpec) {
+			b.Target = &mysqlv1beta1.BackupTarget{PVC: &mysqlv1beta1.PVCTarget{}}
+		}), map[string]string{"spec.backup.target.pvc": "claimName"}},
+		"s3 without credentials": {backup(func(b *mysqlv1beta1.BackupSpec) { b.Target = s3.DeepCopy() }), map[string]string{"spec.backup.target.s3.credentialsSecret.name": "AWS_ACCESS_KEY_ID"}},
+	} {
+		t.Run(name, func(t *testing.T) { expect(t, validateBackup(cluster(tc.mutate)), tc.want) })
+	}
+}
+
+func TestValidatorReportsEveryProblemAtOnce(t *testing.T) {
+	c := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.Instances = new(int32(12))
+		c.Spec.MySQL.Version = "5.7"
+		c.Spec.MySQL.Config = map[string]string{"server_id": "1"}
+	})
+	_, err := (&MySQLClusterValidator{}).ValidateCreate(t.Context(), c)
+	if err == nil {
+		t.Fatal("an invalid cluster was accepted")
+	}
+	for _, want := range []string{"spec.instances", "spec.mysql.version", "spec.mysql.config[server_id]", `MySQLCluster.mysql.dolphin-operator.io "db" is invalid`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not mention %s: %v", want, err)
+		}
+	}
+}
+
+func TestBackupValidation(t *testing.T) {
+	b := &mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: "db"}}
+	b.Default()
+	expect(t, validateBackupObject(b), nil)
+	phys := b.DeepCopy()
+	phys.Spec.Method = mysqlv1beta1.BackupMethodPhysical
+	expect(t, validateBackupObject(phys), map[string]string{"spec.method": "Unsupported value"})
+	noCluster := b.DeepCopy()
+	noCluster.Spec.Cluster = ""
+	expect(t, validateBackupObject(noCluster), map[string]string{"spec.cluster": "Required"})
+	moved := b.DeepCopy()
+	moved.Spec.Cluster = "other"
+	_, err := (&MySQLBackupValidator{}).ValidateUpdate(t.Context(), b, moved)
+	if err == nil || !strings.Contains(err.Error(), "immutable") {
+		t.Fatalf("changing a backup's cluster must be refused, got %v", err)
+	}
+}
