@@ -24,7 +24,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/version"
+	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -32,6 +35,8 @@ var scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(mysqlv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(mysqlv1beta1.AddToScheme(scheme))
 	// +kubebuilder:scaffold:scheme
 }
 
@@ -97,6 +102,12 @@ func main() {
 	if err != nil {
 		log.Error(err, "Failed to create the manager")
 		os.Exit(1)
+	}
+	if o.enableWebhooks {
+		if err := setupWebhooks(mgr); err != nil {
+			log.Error(err, "Failed to set up the webhooks")
+			os.Exit(1)
+		}
 	}
 	// +kubebuilder:scaffold:builder
 
@@ -165,4 +176,15 @@ func newManager(o options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("while creating the manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// setupWebhooks registers the defaulting, validating and conversion webhooks.
+func setupWebhooks(mgr ctrl.Manager) error {
+	if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr); err != nil {
+		return fmt.Errorf("while registering the MySQLCluster webhooks: %w", err)
+	}
+	if err := webhookv1beta1.SetupMySQLBackupWebhookWithManager(mgr); err != nil {
+		return fmt.Errorf("while registering the MySQLBackup webhooks: %w", err)
+	}
+	return nil
 }
