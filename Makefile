@@ -122,8 +122,8 @@ test-mysql: mysql ## Tests against real mysqld instances.
 	$(GOTEST) $(TEST_FLAGS) $(MYSQL_PKGS)
 
 .PHONY: test-e2e
-test-e2e: cluster-tools mysql ## Local end-to-end: control plane + kwok + real mysqld per pod.
-	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
+test-e2e: build cluster-tools mysql ## Local end-to-end: control plane + kwok + real mysqld per pod.
+	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager $(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 
 ##@ Build
 
@@ -136,11 +136,12 @@ run: ## Run the manager against the cluster in $KUBECONFIG, webhooks off.
 	ENABLE_WEBHOOKS=false go run ./cmd/manager --metrics-secure=false --metrics-bind-address=:8080
 
 .PHONY: demo
-demo: build cluster-tools mysql ## Start the local cluster with the operator running in it (Ctrl-C stops).
+demo: build cluster-tools mysql ## The local cluster, the operator with its webhooks, a sample cluster (Ctrl-C stops).
 	go build -o $(LOCALBIN)/localcluster ./test/localcluster/cmd/localcluster
 	$(LOCALBIN)/localcluster demo --manager $(LOCALBIN)/manager --state-dir $(CURDIR)/.run/demo \
-	  $(if $(wildcard config/crd/bases/*.yaml),--crds config/crd/bases) \
-	  $(if $(wildcard config/samples/*v1beta1*.yaml),--sample $(firstword $(wildcard config/samples/*v1beta1*.yaml))) \
+	  --crds config/crd/bases --webhooks config/webhook/manifests.yaml \
+	  --conversion-crd mysqlclusters.mysql.dolphin-operator.io --conversion-crd mysqlbackups.mysql.dolphin-operator.io \
+	  --sample config/samples/mysql_v1beta1_mysqlcluster.yaml \
 	  $(DEMO_FLAGS)
 
 .PHONY: docker-build

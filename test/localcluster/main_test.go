@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -34,7 +36,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "MySQL under test: %s\n", mysql.Version)
-	cluster, err = localcluster.Start(context.Background(), localcluster.Config{Log: os.Stderr})
+	// Dolphin's CRDs go in before the controller-manager starts, as Start documents.
+	cluster, err = localcluster.Start(context.Background(), localcluster.Config{Log: os.Stderr,
+		CRDPaths: []string{filepath.Join(repoRoot(), "config", "crd", "bases")}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -50,4 +54,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }

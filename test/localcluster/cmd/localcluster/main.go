@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -25,13 +24,15 @@ import (
 )
 
 type options struct {
-	manager   string
-	binDir    string
-	crds      stringList
-	samples   stringList
-	stateDir  string
-	waitReady time.Duration
-	exit      bool
+	manager    string
+	binDir     string
+	webhooks   string
+	conversion stringList
+	crds       stringList
+	samples    stringList
+	stateDir   string
+	waitReady  time.Duration
+	exit       bool
 }
 
 type stringList []string
@@ -49,10 +50,12 @@ func main() {
 	fs := flag.NewFlagSet(mode, flag.ExitOnError)
 	fs.StringVar(&o.manager, "manager", "", "operator binary to run in the cluster (demo: required)")
 	fs.StringVar(&o.binDir, "bin-dir", envOr("DOLPHIN_BIN_DIR", "bin"), "folder of the control-plane binaries and kubectl")
+	fs.StringVar(&o.webhooks, "webhooks", "", "webhook configurations (controller-gen output) to register for the operator")
+	fs.Var(&o.conversion, "conversion-crd", "CRD whose conversion the operator serves (repeatable)")
 	fs.Var(&o.crds, "crds", "CRD manifest file or folder to install (repeatable)")
 	fs.Var(&o.samples, "sample", "manifest to apply once the operator runs (repeatable)")
 	fs.StringVar(&o.stateDir, "state-dir", ".run/demo", "folder for the cluster's files; emptied at start")
-	fs.DurationVar(&o.waitReady, "wait-ready", 5*time.Minute, "how long to wait for each sample's Ready condition")
+	fs.DurationVar(&o.waitReady, "wait-ready", 0, "how long to wait for each sample's Ready condition (0: do not wait)")
 	fs.BoolVar(&o.exit, "exit", false, "stop once the samples are Ready instead of waiting for Ctrl-C")
 	_ = fs.Parse(os.Args[2:])
 	if mode == "demo" && o.manager == "" {
@@ -102,15 +105,16 @@ func run(mode string, o options) error {
 		return err
 	}
 	if mode == "demo" {
-		op, err := c.Run("manager", o.manager, []string{"ENABLE_WEBHOOKS=false"},
-			"--metrics-secure=false", "--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081")
+		op, err := c.StartOperator(ctx, localcluster.OperatorOptions{
+			Binary:           o.manager,
+			WebhookManifests: o.webhooks,
+			ConversionCRDs:   o.conversion,
+			Ready:            localcluster.ProbeDolphinWebhooks(c.RESTConfig()),
+		})
 		if err != nil {
 			return err
 		}
-		if err := waitHealthy(ctx, op, "http://127.0.0.1:8081/readyz"); err != nil {
-			return err
-		}
-		fmt.Printf("Operator ready (log: %s)\n", op.LogPath())
+		fmt.Printf("Operator ready on %s, webhooks registered (log: %s)\n", op.PodIP, op.LogPath())
 		if err := applySamples(ctx, kubectl, o); err != nil {
 			return err
 		}
@@ -140,29 +144,6 @@ func envOr(key, def string) string {
 	return def
 }
 
-// waitHealthy waits until the operator's readiness endpoint answers 200.
-func waitHealthy(ctx context.Context, op *localcluster.Process, url string) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if err := op.Exited(); err != nil {
-			return err
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("the operator was not ready after a minute; log:\n%s", op.LogTail())
-}
-
 // writeKubectl writes <state>/kubectl, which runs our kubectl inside this namespace.
 func writeKubectl(state, binDir string, c *localcluster.Cluster) (string, error) {
 	bin := filepath.Join(binDir, "kubectl")
@@ -178,20 +159,22 @@ func writeKubectl(state, binDir string, c *localcluster.Cluster) (string, error)
 	return path, nil
 }
 
-// applySamples applies each sample, waits for its Ready condition, and shows it.
+// applySamples applies each sample, waits for its Ready condition if asked to, and shows it.
 func applySamples(ctx context.Context, kubectl string, o options) error {
 	for _, s := range o.samples {
 		if out, err := exec.CommandContext(ctx, kubectl, "apply", "-f", s).CombinedOutput(); err != nil {
 			return fmt.Errorf("while applying %s: %w: %s", s, err, out)
 		}
-		fmt.Printf("Applied %s; waiting for it to be Ready...\n", s)
-		start := time.Now()
-		wait := exec.CommandContext(ctx, kubectl, "wait", "--for=condition=Ready",
-			"--timeout="+o.waitReady.String(), "-f", s)
-		if out, err := wait.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s did not become Ready: %w: %s", s, err, out)
+		fmt.Printf("Applied %s\n", s)
+		if o.waitReady > 0 {
+			start := time.Now()
+			wait := exec.CommandContext(ctx, kubectl, "wait", "--for=condition=Ready",
+				"--timeout="+o.waitReady.String(), "-f", s)
+			if out, err := wait.CombinedOutput(); err != nil {
+				return fmt.Errorf("%s did not become Ready: %w: %s", s, err, out)
+			}
+			fmt.Printf("Ready after %s:\n", time.Since(start).Round(100*time.Millisecond))
 		}
-		fmt.Printf("Ready after %s:\n", time.Since(start).Round(100*time.Millisecond))
 		get := exec.CommandContext(ctx, kubectl, "get", "-f", s)
 		get.Stdout, get.Stderr = os.Stdout, os.Stderr
 		if err := get.Run(); err != nil {
