@@ -9,9 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/dump"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
 	"sigs.k8s.io/randfill"
 
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
@@ -26,77 +28,72 @@ func filler(seed int64) *randfill.Filler {
 		NilChance(0.3).NumElements(0, 3)
 }
 
-// roundTrips checks both directions for one seed and reports the first difference.
+// object is what both versions of both kinds are.
+type object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// spoke is a v1alpha1 object.
+type spoke interface {
+	object
+	conversion.Convertible
+}
+
+// hub is a v1beta1 object.
+type hub interface {
+	object
+	conversion.Hub
+}
+
+// roundTrips checks both directions for both kinds for one seed.
 func roundTrips(t *testing.T, seed int64) {
-	f := filler(seed)
 	t.Helper()
-
-	// v1alpha1 -> v1beta1 -> v1alpha1
+	f := filler(seed)
 	for range 3 {
-		spoke := &mysqlv1alpha1.MySQLCluster{}
-		f.Fill(spoke)
-		spoke.TypeMeta = mysqlv1alpha1.MySQLCluster{}.TypeMeta
-		delete(spoke.Annotations, mysqlv1alpha1.AnnotationHubData)
-		hub := &mysqlv1beta1.MySQLCluster{}
-		if err := spoke.ConvertTo(hub); err != nil {
-			t.Fatalf("seed %d: ConvertTo: %v", seed, err)
-		}
-		back := &mysqlv1alpha1.MySQLCluster{}
-		if err := back.ConvertFrom(hub); err != nil {
-			t.Fatalf("seed %d: ConvertFrom: %v", seed, err)
-		}
-		if !equality.Semantic.DeepEqual(spoke, back) {
-			t.Fatalf("seed %d: v1alpha1 MySQLCluster changed through v1beta1:\n%s", seed, diff(spoke, back))
-		}
-
-		bspoke := &mysqlv1alpha1.MySQLBackup{}
-		f.Fill(bspoke)
-		delete(bspoke.Annotations, mysqlv1alpha1.AnnotationHubData)
-		bhub := &mysqlv1beta1.MySQLBackup{}
-		if err := bspoke.ConvertTo(bhub); err != nil {
-			t.Fatalf("seed %d: backup ConvertTo: %v", seed, err)
-		}
-		bback := &mysqlv1alpha1.MySQLBackup{}
-		if err := bback.ConvertFrom(bhub); err != nil {
-			t.Fatalf("seed %d: backup ConvertFrom: %v", seed, err)
-		}
-		if !equality.Semantic.DeepEqual(bspoke, bback) {
-			t.Fatalf("seed %d: v1alpha1 MySQLBackup changed through v1beta1:\n%s", seed, diff(bspoke, bback))
-		}
+		viaHub(t, f, seed, &mysqlv1alpha1.MySQLCluster{}, &mysqlv1beta1.MySQLCluster{}, &mysqlv1alpha1.MySQLCluster{})
+		viaHub(t, f, seed, &mysqlv1alpha1.MySQLBackup{}, &mysqlv1beta1.MySQLBackup{}, &mysqlv1alpha1.MySQLBackup{})
+		viaSpoke(t, f, seed, &mysqlv1beta1.MySQLCluster{}, &mysqlv1alpha1.MySQLCluster{}, &mysqlv1beta1.MySQLCluster{})
+		viaSpoke(t, f, seed, &mysqlv1beta1.MySQLBackup{}, &mysqlv1alpha1.MySQLBackup{}, &mysqlv1beta1.MySQLBackup{})
 	}
+}
 
-	// v1beta1 -> v1alpha1 -> v1beta1
-	for range 3 {
-		hub := &mysqlv1beta1.MySQLCluster{}
-		f.Fill(hub)
-		delete(hub.Annotations, mysqlv1alpha1.AnnotationHubData)
-		spoke := &mysqlv1alpha1.MySQLCluster{}
-		if err := spoke.ConvertFrom(hub); err != nil {
-			t.Fatalf("seed %d: ConvertFrom: %v", seed, err)
-		}
-		back := &mysqlv1beta1.MySQLCluster{}
-		if err := spoke.ConvertTo(back); err != nil {
-			t.Fatalf("seed %d: ConvertTo: %v", seed, err)
-		}
-		if !equality.Semantic.DeepEqual(hub, back) {
-			t.Fatalf("seed %d: v1beta1 MySQLCluster changed through v1alpha1:\n%s", seed, diff(hub, back))
-		}
-
-		bhub := &mysqlv1beta1.MySQLBackup{}
-		f.Fill(bhub)
-		delete(bhub.Annotations, mysqlv1alpha1.AnnotationHubData)
-		bspoke := &mysqlv1alpha1.MySQLBackup{}
-		if err := bspoke.ConvertFrom(bhub); err != nil {
-			t.Fatalf("seed %d: backup ConvertFrom: %v", seed, err)
-		}
-		bback := &mysqlv1beta1.MySQLBackup{}
-		if err := bspoke.ConvertTo(bback); err != nil {
-			t.Fatalf("seed %d: backup ConvertTo: %v", seed, err)
-		}
-		if !equality.Semantic.DeepEqual(bhub, bback) {
-			t.Fatalf("seed %d: v1beta1 MySQLBackup changed through v1alpha1:\n%s", seed, diff(bhub, bback))
-		}
+// viaHub fills in with random data and checks that in -> hub -> back changes nothing.
+func viaHub(t *testing.T, f *randfill.Filler, seed int64, in spoke, h hub, back spoke) {
+	t.Helper()
+	fill(f, in)
+	if err := in.ConvertTo(h); err != nil {
+		t.Fatalf("seed %d: %T.ConvertTo: %v", seed, in, err)
 	}
+	if err := back.ConvertFrom(h); err != nil {
+		t.Fatalf("seed %d: %T.ConvertFrom: %v", seed, back, err)
+	}
+	if !equality.Semantic.DeepEqual(in, back) {
+		t.Fatalf("seed %d: v1alpha1 %T changed through v1beta1:\n%s", seed, in, diff(in, back))
+	}
+}
+
+// viaSpoke fills in with random data and checks that in -> spoke -> back changes nothing.
+func viaSpoke(t *testing.T, f *randfill.Filler, seed int64, in hub, s spoke, back hub) {
+	t.Helper()
+	fill(f, in)
+	if err := s.ConvertFrom(in); err != nil {
+		t.Fatalf("seed %d: %T.ConvertFrom: %v", seed, s, err)
+	}
+	if err := s.ConvertTo(back); err != nil {
+		t.Fatalf("seed %d: %T.ConvertTo: %v", seed, s, err)
+	}
+	if !equality.Semantic.DeepEqual(in, back) {
+		t.Fatalf("seed %d: v1beta1 %T changed through v1alpha1:\n%s", seed, in, diff(in, back))
+	}
+}
+
+// fill randomises o; the conversion annotation is never user data.
+func fill(f *randfill.Filler, o object) {
+	f.Fill(o)
+	a := o.GetAnnotations()
+	delete(a, mysqlv1alpha1.AnnotationHubData)
+	o.SetAnnotations(a)
 }
 
 func diff(a, b any) string { return "want: " + dump.Pretty(a) + "\ngot:  " + dump.Pretty(b) }

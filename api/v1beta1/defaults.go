@@ -100,4 +100,3 @@ func (b *MySQLBackup) Default() []string {
 func (c *MySQLCluster) InstanceName(ordinal int) string {
 	return fmt.Sprintf("%s-%d", c.Name, ordinal)
 }
-
