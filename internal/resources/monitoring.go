@@ -1,0 +1,75 @@
+package resources
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// Prometheus Operator kinds; the reconciler creates them only when their CRDs exist.
+var (
+	ServiceMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}
+	PrometheusRuleGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}
+)
+
+// RunbookBase is where every alert's runbook lives (docs/runbooks/<alert>.md).
+const RunbookBase = "https://github.com/dolphin-operator/dolphin/blob/main/docs/runbooks/"
+
+func monitoringObject(c *mysqlv1beta1.MySQLCluster, gvk schema.GroupVersionKind, labels map[string]string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(gvk)
+	u.SetName(MonitoringName(c))
+	u.SetNamespace(c.Namespace)
+	u.SetLabels(merge(Labels(c, ComponentDatabase), labels))
+	return u
+}
+
+// ServiceMonitor scrapes the exporters; nil unless both the exporter and the
+// ServiceMonitor are enabled.
+func ServiceMonitor(c *mysqlv1beta1.MySQLCluster) *unstructured.Unstructured {
+	m := c.Spec.Monitoring
+	if !m.Exporter.Enabled || !m.ServiceMonitor.Enabled {
+		return nil
+	}
+	endpoint := map[string]any{"port": "metrics"}
+	if m.ServiceMonitor.Interval != nil {
+		endpoint["interval"] = m.ServiceMonitor.Interval.Duration.String()
+	}
+	sel := map[string]any{}
+	for k, v := range Labels(c, ComponentDatabase) {
+		sel[k] = v
+	}
+	return monitoringObject(c, ServiceMonitorGVK, m.ServiceMonitor.Labels, map[string]any{
+		"selector":  map[string]any{"matchLabels": sel},
+		"endpoints": []any{endpoint},
+	})
+}
+
+// PrometheusRule holds Dolphin's alerts for the cluster; nil unless enabled with the exporter.
+func PrometheusRule(c *mysqlv1beta1.MySQLCluster) *unstructured.Unstructured {
+	m := c.Spec.Monitoring
+	if !m.Exporter.Enabled || !m.PrometheusRule.Enabled {
+		return nil
+	}
+	sel := `namespace="` + c.Namespace + `",service="` + MetricsServiceName(c) + `"`
+	rule := func(alert, expr, forDur, severity, summary string) map[string]any {
+		return map[string]any{"alert": alert, "expr": expr, "for": forDur,
+			"labels":      map[string]any{"severity": severity},
+			"annotations": map[string]any{"summary": summary, "runbook_url": RunbookBase + alert + ".md"}}
+	}
+	return monitoringObject(c, PrometheusRuleGVK, m.PrometheusRule.Labels, map[string]any{
+		"groups": []any{map[string]any{
+			"name": "dolphin-" + c.Name,
+			"rules": []any{
+				rule("DolphinMySQLInstanceDown", "mysql_up{"+sel+"} == 0", "1m", "critical",
+					"A MySQL instance of "+c.Namespace+"/"+c.Name+" does not answer its exporter."),
+				rule("DolphinMySQLReplicationStopped",
+					"mysql_slave_status_slave_io_running{"+sel+"} == 0 or mysql_slave_status_slave_sql_running{"+sel+"} == 0",
+					"2m", "critical", "A replica of "+c.Namespace+"/"+c.Name+" has stopped replicating."),
+				rule("DolphinMySQLReplicationLag", "mysql_slave_status_seconds_behind_master{"+sel+"} > 60",
+					"5m", "warning", "A replica of "+c.Namespace+"/"+c.Name+" is more than a minute behind."),
+			},
+		}},
+	})
+}

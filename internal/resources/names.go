@@ -1,0 +1,80 @@
+package resources
+
+import (
+	"maps"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// Label keys. The app.kubernetes.io ones follow Kubernetes' recommended labels.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelPartOf    = "app.kubernetes.io/part-of"
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelRole is "primary" or "replica" on an instance's pod; the topology manager sets
+	// it, and the primary and replicas Services select on it.
+	LabelRole = "mysql.dolphin-operator.io/role"
+
+	// AnnotationConfigHash on the pod template changes when the effective my.cnf changes,
+	// which is what rolls the StatefulSet.
+	AnnotationConfigHash = "mysql.dolphin-operator.io/config-hash"
+
+	RolePrimary = "primary"
+	RoleReplica = "replica"
+
+	// ManagedBy is the value of app.kubernetes.io/managed-by on everything the operator makes.
+	ManagedBy = "dolphin-operator"
+)
+
+// Component values.
+const (
+	ComponentDatabase = "database"
+	ComponentBackup   = "backup"
+)
+
+// Names of a cluster's children, all derived from the cluster's name.
+func StatefulSetName(c *mysqlv1beta1.MySQLCluster) string     { return c.Name }
+func HeadlessServiceName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-instances" }
+func PrimaryServiceName(c *mysqlv1beta1.MySQLCluster) string  { return c.Name + "-primary" }
+func ReplicasServiceName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-replicas" }
+func MetricsServiceName(c *mysqlv1beta1.MySQLCluster) string  { return c.Name + "-metrics" }
+func ConfigMapName(c *mysqlv1beta1.MySQLCluster) string       { return c.Name + "-config" }
+func CredentialsSecretName(c *mysqlv1beta1.MySQLCluster) string {
+	return c.Name + "-credentials"
+}
+func CASecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-ca" }
+
+// TLSSecretName is the server certificate's Secret: the user's when given.
+func TLSSecretName(c *mysqlv1beta1.MySQLCluster) string {
+	if c.Spec.TLS.SecretName != "" {
+		return c.Spec.TLS.SecretName
+	}
+	return c.Name + "-tls"
+}
+func PodDisruptionBudgetName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }
+func BackupCronJobName(c *mysqlv1beta1.MySQLCluster) string       { return c.Name + "-backup" }
+func MonitoringName(c *mysqlv1beta1.MySQLCluster) string          { return c.Name }
+
+// SelectorLabels pick a cluster's instance pods; they never change for a cluster's life
+// (a StatefulSet's selector is immutable).
+func SelectorLabels(c *mysqlv1beta1.MySQLCluster) map[string]string {
+	return map[string]string{LabelName: "mysql", LabelInstance: c.Name, LabelManagedBy: ManagedBy}
+}
+
+// Labels are the common labels of every child of a cluster, for the given component.
+func Labels(c *mysqlv1beta1.MySQLCluster, component string) map[string]string {
+	l := SelectorLabels(c)
+	l[LabelPartOf] = "dolphin"
+	l[LabelComponent] = component
+	return l
+}
+
+func merge(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
+}

@@ -1,0 +1,370 @@
+package resources
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+func cluster(mutate ...func(*mysqlv1beta1.MySQLCluster)) *mysqlv1beta1.MySQLCluster {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "prod"}}
+	c.Spec.Instances = new(int32(3))
+	for _, m := range mutate {
+		m(c)
+	}
+	c.Default()
+	return c
+}
+
+func container(t *testing.T, s *appsv1.StatefulSet, name string) corev1.Container {
+	t.Helper()
+	for _, c := range s.Spec.Template.Spec.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no container %s", name)
+	return corev1.Container{}
+}
+
+func TestStatefulSet(t *testing.T) {
+	img := ImagesFromEnv(func(string) string { return "" })
+	for name, tc := range map[string]struct {
+		mutate func(*mysqlv1beta1.MySQLCluster)
+		check  func(*testing.T, *appsv1.StatefulSet)
+	}{
+		"defaults": {nil, func(t *testing.T, s *appsv1.StatefulSet) {
+			if *s.Spec.Replicas != 3 || s.Spec.ServiceName != "db-instances" || s.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+				t.Errorf("spec: %+v", s.Spec)
+			}
+			m := container(t, s, "mysqld")
+			if m.Image != "docker.io/library/mysql:8.4.6" {
+				t.Errorf("image %s", m.Image)
+			}
+			sc := m.SecurityContext
+			if !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || sc.Capabilities.Drop[0] != "ALL" {
+				t.Errorf("container security context %+v", sc)
+			}
+			if ps := s.Spec.Template.Spec.SecurityContext; !*ps.RunAsNonRoot || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("pod security context %+v", ps)
+			}
+			if m.StartupProbe == nil || m.ReadinessProbe == nil || m.LivenessProbe == nil {
+				t.Error("mysqld needs startup, readiness and liveness probes")
+			}
+			if s.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+				t.Error("the default deletion policy keeps volumes")
+			}
+			if s.Spec.Template.Spec.Affinity.PodAntiAffinity == nil || len(s.Spec.Template.Spec.TopologySpreadConstraints) != 1 {
+				t.Error("default anti-affinity and zone spread are missing")
+			}
+			if len(s.Spec.Template.Spec.Containers) != 1 || len(s.Spec.Template.Spec.InitContainers) != 1 {
+				t.Error("one mysqld container and one init container without monitoring")
+			}
+			q := s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]
+			if q.String() != "10Gi" {
+				t.Errorf("volume %s", q.String())
+			}
+			if !hasVolume(s, "tls") {
+				t.Error("TLS is on by default: the certificate volume is missing")
+			}
+		}},
+		"a pinned release and an override": {func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Version = "9.7.9" }, func(t *testing.T, s *appsv1.StatefulSet) {
+			if img := container(t, s, "mysqld").Image; img != "docker.io/library/mysql:9.7.9" {
+				t.Errorf("image %s", img)
+			}
+		}},
+		"deletion policy Delete removes volumes with the set": {func(c *mysqlv1beta1.MySQLCluster) { c.Spec.DeletionPolicy = mysqlv1beta1.DeletionPolicyDelete }, func(t *testing.T, s *appsv1.StatefulSet) {
+			if s.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
+				t.Error("volumes must go with the StatefulSet")
+			}
+		}},
+		"monitoring adds the exporter": {func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Monitoring.Exporter.Enabled = true }, func(t *testing.T, s *appsv1.StatefulSet) {
+			if e := container(t, s, "exporter"); e.Ports[0].ContainerPort != ExporterPort {
+				t.Errorf("exporter %+v", e)
+			}
+		}},
+		"the user's scheduling wins": {func(c *mysqlv1beta1.MySQLCluster) {
+			c.Spec.PodTemplate.Affinity = &corev1.Affinity{}
+			c.Spec.PodTemplate.PriorityClassName = "db-critical"
+			c.Spec.PodTemplate.Metadata.Labels = map[string]string{"team": "payments", LabelInstance: "spoof"}
+		}, func(t *testing.T, s *appsv1.StatefulSet) {
+			ps := s.Spec.Template.Spec
+			if ps.Affinity.PodAntiAffinity != nil || ps.PriorityClassName != "db-critical" {
+				t.Errorf("pod spec %+v", ps)
+			}
+			if l := s.Spec.Template.Labels; l["team"] != "payments" || l[LabelInstance] != "db" {
+				t.Errorf("user labels are added but never replace the selector's: %v", l)
+			}
+		}},
+		"TLS off": {func(c *mysqlv1beta1.MySQLCluster) { c.Spec.TLS.Enabled = new(false) }, func(t *testing.T, s *appsv1.StatefulSet) {
+			if hasVolume(s, "tls") {
+				t.Error("no certificate volume without TLS")
+			}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var m []func(*mysqlv1beta1.MySQLCluster)
+			if tc.mutate != nil {
+				m = append(m, tc.mutate)
+			}
+			c := cluster(m...)
+			tc.check(t, StatefulSet(c, StatefulSetInput{Images: img, ConfigHash: ConfigHash(ConfigMap(c))}))
+		})
+	}
+}
+
+func hasVolume(s *appsv1.StatefulSet, name string) bool {
+	for _, v := range s.Spec.Template.Spec.Volumes {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStatefulSetKeepsExistingClaimTemplates(t *testing.T) {
+	c := cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Storage.Size = new(resource.MustParse("50Gi")) })
+	old := []corev1.PersistentVolumeClaim{dataClaimTemplate(cluster())}
+	s := StatefulSet(c, StatefulSetInput{ClaimTemplates: old})
+	q := s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]
+	if q.String() != "10Gi" {
+		t.Errorf("claim templates are immutable: kept size should be 10Gi, got %s", q.String())
+	}
+}
+
+func TestConfigHashFollowsOnlyTheEffectiveConfig(t *testing.T) {
+	base := ConfigHash(ConfigMap(cluster()))
+	if base != ConfigHash(ConfigMap(cluster())) {
+		t.Fatal("the same config must hash the same")
+	}
+	if base == ConfigHash(ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.MySQL.Config = map[string]string{"max_connections": "500"}
+	}))) {
+		t.Error("a user setting must change the hash")
+	}
+	if base != ConfigHash(ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Instances = new(int32(5)) }))) {
+		t.Error("scaling does not change my.cnf and must not roll the pods")
+	}
+	cnf := MyCnf(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Config = map[string]string{"max_connections": "500"} }))
+	for _, want := range []string{"[mysqld]", "max_connections = 500", "gtid_mode = ON", "super_read_only = ON", "require_secure_transport = ON"} {
+		if !strings.Contains(cnf, want) {
+			t.Errorf("my.cnf lacks %q:\n%s", want, cnf)
+		}
+	}
+}
+
+func TestServices(t *testing.T) {
+	c := cluster()
+	for _, tc := range []struct {
+		svc      *corev1.Service
+		name     string
+		role     string
+		headless bool
+	}{
+		{HeadlessService(c), "db-instances", "", true},
+		{PrimaryService(c), "db-primary", RolePrimary, false},
+		{ReplicasService(c), "db-replicas", RoleReplica, false},
+	} {
+		if tc.svc.Name != tc.name || tc.svc.Spec.Selector[LabelRole] != tc.role || tc.svc.Spec.Selector[LabelInstance] != "db" {
+			t.Errorf("%s: %+v", tc.name, tc.svc.Spec)
+		}
+		if (tc.svc.Spec.ClusterIP == corev1.ClusterIPNone) != tc.headless {
+			t.Errorf("%s: clusterIP %q", tc.name, tc.svc.Spec.ClusterIP)
+		}
+		if p := tc.svc.Spec.Ports[0]; p.Port != 3306 || p.TargetPort.StrVal != "mysql" {
+			t.Errorf("%s: port %+v", tc.name, p)
+		}
+	}
+	if MetricsService(c) != nil {
+		t.Error("no metrics Service without the exporter")
+	}
+	if MetricsService(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Monitoring.Exporter.Enabled = true })) == nil {
+		t.Error("the exporter needs its Service")
+	}
+}
+
+func TestPodDisruptionBudget(t *testing.T) {
+	if PodDisruptionBudget(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Instances = new(int32(1)) })) != nil {
+		t.Error("a single instance must get no budget: it would block every drain")
+	}
+	if p := PodDisruptionBudget(cluster()); p == nil || p.Spec.MaxUnavailable.IntVal != 1 {
+		t.Errorf("got %+v", p)
+	}
+}
+
+func TestBackupCronJob(t *testing.T) {
+	img := ImagesFromEnv(func(string) string { return "" })
+	if BackupCronJob(cluster(), img) != nil || BackupClaim(cluster()) != nil {
+		t.Error("no schedule, no CronJob and no backup volume")
+	}
+	nightly := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 2 * * *", Suspend: true, Retention: mysqlv1beta1.BackupRetention{Count: new(int32(4))}}
+	})
+	cj := BackupCronJob(nightly, img)
+	if cj == nil || cj.Spec.Schedule != "0 2 * * *" || !*cj.Spec.Suspend || *cj.Spec.SuccessfulJobsHistoryLimit != 3 {
+		t.Fatalf("got %+v", cj)
+	}
+	env := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env
+	if env[len(env)-1].Value != "4" {
+		t.Errorf("retention count: %+v", env)
+	}
+	if claim := BackupClaim(nightly); claim == nil || claim.Name != "db-backup" {
+		t.Errorf("backup claim %+v", claim)
+	}
+	existing := nightly.DeepCopy()
+	existing.Spec.Backup.Target.PVC = &mysqlv1beta1.PVCTarget{ClaimName: "nas"}
+	if BackupClaim(existing) != nil {
+		t.Error("an existing claim is used, not created")
+	}
+	if v := BackupCronJob(existing, img).Spec.JobTemplate.Spec.Template.Spec.Volumes[0]; v.PersistentVolumeClaim.ClaimName != "nas" {
+		t.Errorf("volume %+v", v)
+	}
+}
+
+func TestCredentialsAreGeneratedOnceAndKept(t *testing.T) {
+	c := cluster()
+	first, err := CredentialsSecret(c, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range CredentialKeys {
+		if len(first.Data[k]) != PasswordLength {
+			t.Errorf("%s has %d characters", k, len(first.Data[k]))
+		}
+	}
+	if bytes.Equal(first.Data[KeyRootPassword], first.Data[KeyAdminPassword]) {
+		t.Error("every account gets its own password")
+	}
+	partial := first.DeepCopy()
+	delete(partial.Data, KeyBackupPassword)
+	second, err := CredentialsSecret(c, partial, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Data[KeyRootPassword], second.Data[KeyRootPassword]) {
+		t.Error("an existing password must never change")
+	}
+	if len(second.Data[KeyBackupPassword]) != PasswordLength || bytes.Equal(second.Data[KeyBackupPassword], first.Data[KeyBackupPassword]) {
+		t.Error("a missing password is generated anew")
+	}
+	if _, err := CredentialsSecret(c, nil, bytes.NewReader(nil)); err == nil {
+		t.Error("a failing random source must be an error, not a weak password")
+	}
+}
+
+func TestTLSSecretsIssueKeepAndRenew(t *testing.T) {
+	c := cluster()
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	first, err := TLSSecrets(c, nil, nil, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := parseCert(t, first.Server.Data[corev1.TLSCertKey])
+	for _, n := range []string{"db-primary.prod.svc", "db-replicas", "*.db-instances.prod.svc"} {
+		if err := cert.VerifyHostname(strings.Replace(n, "*", "db-0", 1)); err != nil {
+			t.Errorf("server certificate does not cover %s: %v", n, err)
+		}
+	}
+	if !first.RenewAt.Equal(cert.NotAfter.Add(-RenewBefore)) {
+		t.Errorf("renew at %s", first.RenewAt)
+	}
+
+	kept, err := TLSSecrets(c, first.CA, first.Server, now.Add(24*time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(kept.Server.Data[corev1.TLSCertKey], first.Server.Data[corev1.TLSCertKey]) {
+		t.Error("a valid certificate must be kept")
+	}
+
+	renewed, err := TLSSecrets(c, first.CA, first.Server, cert.NotAfter.Add(-RenewBefore+time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(renewed.Server.Data[corev1.TLSCertKey], first.Server.Data[corev1.TLSCertKey]) {
+		t.Error("a certificate inside its renewal window must be renewed")
+	}
+	if !bytes.Equal(renewed.CA.Data[KeyCACert], first.CA.Data[KeyCACert]) {
+		t.Error("the CA is still valid and must be kept (clients trust it)")
+	}
+
+	if r, _ := TLSSecrets(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.TLS.SecretName = "mine" }), nil, nil, now, nil); r.CA != nil || r.Server != nil {
+		t.Error("the user's certificate is not ours to issue")
+	}
+}
+
+func parseCert(t *testing.T, p []byte) *x509.Certificate {
+	t.Helper()
+	b, _ := pem.Decode(p)
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestImagesFromEnv(t *testing.T) {
+	env := map[string]string{"RELATED_IMAGE_MYSQL_8_4": "registry.local/mysql@sha256:abc", EnvExporterImage: "registry.local/exporter:1"}
+	img := ImagesFromEnv(func(k string) string { return env[k] })
+	if got := img.MySQLImage(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Version = "8.4.3" })); got != "registry.local/mysql@sha256:abc" {
+		t.Errorf("a digest-pinned image is used as given, got %s", got)
+	}
+	if got := img.MySQLImage(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Image = "mine:1" })); got != "mine:1" {
+		t.Errorf("spec.mysql.image wins, got %s", got)
+	}
+	if img.Exporter != "registry.local/exporter:1" || img.MySQL["9.7"] != defaultImages.MySQL["9.7"] {
+		t.Errorf("images %+v", img)
+	}
+}
+
+func TestMonitoringObjects(t *testing.T) {
+	if ServiceMonitor(cluster()) != nil || PrometheusRule(cluster()) != nil {
+		t.Error("nothing without monitoring")
+	}
+	on := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.Monitoring.Exporter.Enabled = true
+		c.Spec.Monitoring.ServiceMonitor.Enabled = true
+		c.Spec.Monitoring.PrometheusRule.Enabled = true
+	})
+	if sm := ServiceMonitor(on); sm == nil || sm.GetKind() != "ServiceMonitor" {
+		t.Errorf("service monitor %v", sm)
+	}
+	pr := PrometheusRule(on)
+	if pr == nil || !strings.Contains(strings.Join(alertNames(pr.Object), ","), "DolphinMySQLInstanceDown") {
+		t.Errorf("rule %v", pr)
+	}
+}
+
+func alertNames(o map[string]any) []string {
+	var out []string
+	for _, g := range o["spec"].(map[string]any)["groups"].([]any) {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			out = append(out, r.(map[string]any)["alert"].(string))
+		}
+	}
+	return out
+}
+
+func TestEveryAlertHasARunbook(t *testing.T) {
+	on := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.Monitoring.Exporter.Enabled = true
+		c.Spec.Monitoring.PrometheusRule.Enabled = true
+	})
+	for _, a := range alertNames(PrometheusRule(on).Object) {
+		if _, err := os.Stat(filepath.Join("..", "..", "docs", "runbooks", a+".md")); err != nil {
+			t.Errorf("alert %s has no runbook: %v", a, err)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package resources
+
+import (
+	"crypto/rand"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// Keys of the credentials Secret: one password per MySQL account the operator manages.
+const (
+	KeyRootPassword        = "ROOT_PASSWORD"
+	KeyAdminPassword       = "ADMIN_PASSWORD"
+	KeyReplicationPassword = "REPLICATION_PASSWORD"
+	KeyExporterPassword    = "EXPORTER_PASSWORD"
+	KeyBackupPassword      = "BACKUP_PASSWORD"
+)
+
+// CredentialKeys lists every password the credentials Secret holds.
+var CredentialKeys = []string{KeyRootPassword, KeyAdminPassword, KeyReplicationPassword,
+	KeyExporterPassword, KeyBackupPassword}
+
+// passwordAlphabet avoids characters that need quoting in a shell, a DSN or SQL.
+const passwordAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// PasswordLength gives ~190 bits of entropy with passwordAlphabet.
+const PasswordLength = 32
+
+// CredentialsSecret builds the Secret of the cluster's passwords. Every password already
+// in existing is kept as it is (passwords are generated once and never rotated by
+// accident); only missing ones are generated from random. existing may be nil.
+func CredentialsSecret(c *mysqlv1beta1.MySQLCluster, existing *corev1.Secret, random io.Reader) (*corev1.Secret, error) {
+	if random == nil {
+		random = rand.Reader
+	}
+	data := map[string][]byte{}
+	for _, k := range CredentialKeys {
+		if existing != nil && len(existing.Data[k]) > 0 {
+			data[k] = existing.Data[k]
+			continue
+		}
+		p, err := password(random)
+		if err != nil {
+			return nil, err
+		}
+		data[k] = p
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecretName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}, nil
+}
+
+// password draws PasswordLength characters uniformly from passwordAlphabet.
+func password(random io.Reader) ([]byte, error) {
+	out := make([]byte, 0, PasswordLength)
+	buf := make([]byte, 64)
+	// Rejection sampling keeps every character equally likely.
+	limit := byte(256 - 256%len(passwordAlphabet))
+	for len(out) < PasswordLength {
+		if _, err := io.ReadFull(random, buf); err != nil {
+			return nil, err
+		}
+		for _, b := range buf {
+			if b < limit && len(out) < PasswordLength {
+				out = append(out, passwordAlphabet[int(b)%len(passwordAlphabet)])
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,249 @@
+package resources
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// mysqlUID is the mysql user of the official MySQL image.
+const mysqlUID = int64(999)
+
+// StatefulSetInput is what the StatefulSet needs besides the cluster.
+type StatefulSetInput struct {
+	Images     Images
+	ConfigHash string
+	// ClaimTemplates of the existing StatefulSet, if any: they are immutable, so they are
+	// kept (volume growth is done on the claims themselves).
+	ClaimTemplates []corev1.PersistentVolumeClaim
+}
+
+// StatefulSet runs the cluster's instances: pods <cluster>-0..N-1, each with its volume.
+func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.StatefulSet {
+	claimPolicy := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	if c.Spec.DeletionPolicy == mysqlv1beta1.DeletionPolicyDelete {
+		claimPolicy = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	claims := in.ClaimTemplates
+	if len(claims) == 0 {
+		claims = []corev1.PersistentVolumeClaim{dataClaimTemplate(c)}
+	}
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    new(*c.Spec.Instances),
+			ServiceName: HeadlessServiceName(c),
+			Selector:    &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
+			// Instances start independently; which one is primary is the topology manager's call.
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: claimPolicy,
+				// A replica scaled away keeps its volume: scaling back up reuses its data.
+				WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+			Template:             podTemplate(c, in),
+			VolumeClaimTemplates: claims,
+		},
+	}
+}
+
+func dataClaimTemplate(c *mysqlv1beta1.MySQLCluster) corev1.PersistentVolumeClaim {
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: SelectorLabels(c)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: c.Spec.Storage.StorageClassName,
+			VolumeMode:       new(corev1.PersistentVolumeFilesystem),
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: *c.Spec.Storage.Size}},
+		},
+	}
+}
+
+func podTemplate(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) corev1.PodTemplateSpec {
+	pt := c.Spec.PodTemplate
+	annotations := merge(pt.Metadata.Annotations, map[string]string{AnnotationConfigHash: in.ConfigHash,
+		"kubectl.kubernetes.io/default-container": "mysqld"})
+	containers := []corev1.Container{mysqldContainer(c, in.Images)}
+	initContainers := []corev1.Container{initContainer(c, in.Images)}
+	if c.Spec.Monitoring.Exporter.Enabled {
+		containers = append(containers, exporterContainer(c, in.Images))
+	}
+	spec := corev1.PodSpec{
+		InitContainers:                initContainers,
+		Containers:                    containers,
+		Volumes:                       volumes(c),
+		TerminationGracePeriodSeconds: new(int64(60)), // a clean InnoDB shutdown takes time
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: new(true), RunAsUser: new(mysqlUID), RunAsGroup: new(mysqlUID), FSGroup: new(mysqlUID),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Affinity:                  pt.Affinity,
+		Tolerations:               pt.Tolerations,
+		NodeSelector:              pt.NodeSelector,
+		PriorityClassName:         pt.PriorityClassName,
+		TopologySpreadConstraints: pt.TopologySpreadConstraints,
+		EnableServiceLinks:        new(false),
+	}
+	if spec.Affinity == nil {
+		spec.Affinity = defaultAffinity(c)
+	}
+	if len(spec.TopologySpreadConstraints) == 0 {
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
+		}}
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: merge(pt.Metadata.Labels, Labels(c, ComponentDatabase)), Annotations: annotations},
+		Spec:       spec,
+	}
+}
+
+// defaultAffinity prefers one instance per node: losing a node then loses one instance.
+func defaultAffinity(c *mysqlv1beta1.MySQLCluster) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				TopologyKey:   "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
+			},
+		}},
+	}}
+}
+
+func tlsEnabled(c *mysqlv1beta1.MySQLCluster) bool {
+	return c.Spec.TLS.Enabled == nil || *c.Spec.TLS.Enabled
+}
+
+func volumes(c *mysqlv1beta1.MySQLCluster) []corev1.Volume {
+	v := []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(c)}}}},
+		{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if tlsEnabled(c) {
+		v = append(v, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: TLSSecretName(c), DefaultMode: new(int32(0o440))}}})
+	}
+	return v
+}
+
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+		APIVersion: "v1", FieldPath: path}}}
+}
+
+// sqlProbe runs a statement over the local socket as root: it succeeds only when mysqld
+// accepts connections and answers.
+func sqlProbe(stmt string) corev1.ProbeHandler {
+	return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
+		fmt.Sprintf(`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --no-defaults --protocol=socket --socket=%s/mysqld.sock -uroot -N -e %q`,
+			RunDir, stmt)}}}
+}
+
+func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
+	mounts := []corev1.VolumeMount{
+		{Name: "data", MountPath: DataDir},
+		{Name: "config", MountPath: ConfigDir, ReadOnly: true},
+		{Name: "run", MountPath: RunDir},
+		{Name: "tmp", MountPath: TmpDir},
+	}
+	if tlsEnabled(c) {
+		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: TLSDir, ReadOnly: true})
+	}
+	ping := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
+		"exec mysqladmin --no-defaults --protocol=socket --socket=" + RunDir + "/mysqld.sock ping"}}}
+	return corev1.Container{
+		Name:    "mysqld",
+		Image:   img.MySQLImage(c),
+		Command: []string{"mysqld"},
+		// Only our my.cnf is read. server_id comes from the pod's ordinal (the pod-index
+		// label): unique per instance, stable across restarts. report_host is the
+		// instance's DNS name, as SHOW REPLICAS shows it.
+		Args: []string{"--defaults-file=" + ConfigDir + "/" + ConfigFileKey, "--server-id=100$(POD_INDEX)",
+			"--report-host=$(POD_NAME)." + HeadlessServiceName(c) + "." + c.Namespace + ".svc"},
+		Env: []corev1.EnvVar{
+			fieldEnv("POD_NAME", "metadata.name"),
+			fieldEnv("POD_INDEX", "metadata.labels['apps.kubernetes.io/pod-index']"),
+			secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword),
+		},
+		Ports:        []corev1.ContainerPort{{Name: "mysql", ContainerPort: MySQLPort, Protocol: corev1.ProtocolTCP}},
+		Resources:    c.Spec.Resources,
+		VolumeMounts: mounts,
+		// Startup may include crash recovery of a large InnoDB: allow 30 minutes.
+		StartupProbe:  &corev1.Probe{ProbeHandler: ping, PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 360},
+		LivenessProbe: &corev1.Probe{ProbeHandler: ping, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
+		// Ready once it answers queries and says whether it is writable: its role is known.
+		ReadinessProbe: &corev1.Probe{ProbeHandler: sqlProbe("SELECT @@super_read_only"),
+			PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 3},
+		SecurityContext: restrictedContainer(),
+	}
+}
+
+// initScript initialises an empty data volume: mysqld --initialize with an init file that
+// sets the root password and lets root connect over TCP (the operator does). Accounts made
+// here are not in the binary log, so a new instance's gtid_executed is empty. A volume
+// that has data is left alone. Passwords come from CredentialsSecret's alphabet, which
+// needs no quoting in SQL.
+const initScript = `set -eu
+if [ -d ` + DataDir + `/mysql ]; then echo "data folder already initialised"; exit 0; fi
+cat > ` + TmpDir + `/init.sql <<SQL
+ALTER USER 'root'@'localhost' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
+CREATE USER 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;
+SQL
+exec mysqld --no-defaults --initialize-insecure --datadir=` + DataDir + ` --init-file=` + TmpDir + `/init.sql --log-error-verbosity=2
+`
+
+func initContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
+	return corev1.Container{
+		Name:    "init",
+		Image:   img.MySQLImage(c),
+		Command: []string{"sh", "-c", initScript},
+		Env:     []corev1.EnvVar{secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword)},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: DataDir}, {Name: "run", MountPath: RunDir},
+			{Name: "tmp", MountPath: TmpDir}},
+		Resources:       c.Spec.Resources,
+		SecurityContext: restrictedContainer(),
+	}
+}
+
+func exporterContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
+	return corev1.Container{
+		Name:  "exporter",
+		Image: img.ExporterImage(c),
+		Args:  []string{"--mysqld.address=127.0.0.1:3306", "--mysqld.username=exporter"},
+		Env:   []corev1.EnvVar{secretEnv("MYSQLD_EXPORTER_PASSWORD", CredentialsSecretName(c), KeyExporterPassword)},
+		Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: ExporterPort, Protocol: corev1.ProtocolTCP}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/", Port: intstr.FromString("metrics"), Scheme: corev1.URISchemeHTTP}}, PeriodSeconds: 10},
+		Resources:       c.Spec.Monitoring.Exporter.Resources,
+		SecurityContext: restrictedContainer(),
+	}
+}
+
+// restrictedContainer meets the "restricted" Pod Security Standard. The root file
+// system is read-only; mysqld writes only to its volume, /var/run/mysqld and /tmp.
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: new(false),
+		ReadOnlyRootFilesystem:   new(true),
+		RunAsNonRoot:             new(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
