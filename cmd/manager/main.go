@@ -26,6 +26,8 @@ import (
 
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/controllers"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/internal/version"
 	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
 	// +kubebuilder:scaffold:imports
@@ -101,6 +103,16 @@ func main() {
 	mgr, err := newManager(o)
 	if err != nil {
 		log.Error(err, "Failed to create the manager")
+		os.Exit(1)
+	}
+	if err := (&controllers.MySQLClusterReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("dolphin-operator"),
+		Images:   resources.ImagesFromEnv(os.Getenv),
+		Topology: controllers.NoTopology{},
+	}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "Failed to set up the MySQLCluster controller")
 		os.Exit(1)
 	}
 	if o.enableWebhooks {

@@ -14,6 +14,12 @@ import (
 
 var specPath = field.NewPath("spec")
 
+// ValidateMySQLCluster runs every check that needs only the object itself. The
+// reconciler runs it too, for clusters that reached the API server without the webhook.
+func ValidateMySQLCluster(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+	return validateClusterCreate(c)
+}
+
 // validateClusterCreate runs every check that needs only the new object.
 func validateClusterCreate(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 	var errs field.ErrorList

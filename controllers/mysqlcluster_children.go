@@ -1,0 +1,248 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// present returns o, or nil when o is a nil pointer: builders return a typed nil for
+// "must not exist".
+func present[T client.Object](o T) client.Object {
+	if v := reflect.ValueOf(o); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return o
+}
+
+// applyOrDelete applies desired, or deletes the object named like gone when desired is
+// nil (a builder's way of saying "must not exist"), and records what changed.
+func (r *MySQLClusterReconciler) applyOrDelete(ctx context.Context, st *state, desired, gone client.Object) error {
+	a := r.applier()
+	if desired == nil {
+		deleted, err := a.Delete(ctx, st.cluster, gone)
+		if deleted {
+			st.changed = append(st.changed, "deleted "+kindName(gone))
+		}
+		return err
+	}
+	applied, err := a.Apply(ctx, st.cluster, desired)
+	if applied {
+		st.changed = append(st.changed, "applied "+kindName(desired))
+	}
+	return err
+}
+
+// reconcileCredentials makes the passwords Secret; passwords are generated once.
+func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, st *state) error {
+	c := st.cluster
+	existing, err := r.existingSecret(ctx, c.Namespace, resources.CredentialsSecretName(c))
+	if err != nil {
+		return err
+	}
+	s, err := resources.CredentialsSecret(c, existing, nil)
+	if err != nil {
+		return fmt.Errorf("while generating passwords: %w", err)
+	}
+	return r.applyOrDelete(ctx, st, s, nil)
+}
+
+// reconcileTLS issues, keeps or renews the CA and server certificate; with TLS off or a
+// user-provided certificate, the operator-issued Secrets are removed.
+func (r *MySQLClusterReconciler) reconcileTLS(ctx context.Context, st *state) error {
+	c := st.cluster
+	ca, err := r.existingSecret(ctx, c.Namespace, resources.CASecretName(c))
+	if err != nil {
+		return err
+	}
+	server, err := r.existingSecret(ctx, c.Namespace, c.Name+"-tls")
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	res, err := resources.TLSSecrets(c, ca, server, now, nil)
+	if err != nil {
+		return fmt.Errorf("while issuing certificates: %w", err)
+	}
+	st.renewAt = res.RenewAt
+	gone := func(name string) client.Object {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
+	}
+	if err := r.applyOrDelete(ctx, st, present(res.CA), gone(resources.CASecretName(c))); err != nil {
+		return err
+	}
+	return r.applyOrDelete(ctx, st, present(res.Server), gone(c.Name+"-tls"))
+}
+
+func (r *MySQLClusterReconciler) existingSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("while reading Secret %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// reconcileConfig writes my.cnf and remembers its hash for the pod template.
+func (r *MySQLClusterReconciler) reconcileConfig(ctx context.Context, st *state) error {
+	cm := resources.ConfigMap(st.cluster)
+	st.configHash = resources.ConfigHash(cm)
+	return r.applyOrDelete(ctx, st, cm, nil)
+}
+
+// reconcileServices makes the headless, primary, replicas and (with the exporter) metrics Services.
+func (r *MySQLClusterReconciler) reconcileServices(ctx context.Context, st *state) error {
+	c := st.cluster
+	for _, s := range []*corev1.Service{resources.HeadlessService(c), resources.PrimaryService(c), resources.ReplicasService(c)} {
+		if err := r.applyOrDelete(ctx, st, s, nil); err != nil {
+			return err
+		}
+	}
+	return r.applyOrDelete(ctx, st, present(resources.MetricsService(c)),
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.MetricsServiceName(c)}})
+}
+
+// reconcileStatefulSet applies the StatefulSet, keeping its immutable claim templates,
+// and grows the data volumes when spec.storage.size grew.
+func (r *MySQLClusterReconciler) reconcileStatefulSet(ctx context.Context, st *state) error {
+	c := st.cluster
+	existing := &appsv1.StatefulSet{}
+	var claims []corev1.PersistentVolumeClaim
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, existing); err == nil {
+		claims = existing.Spec.VolumeClaimTemplates
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("while reading the StatefulSet: %w", err)
+	}
+	sts := resources.StatefulSet(c, resources.StatefulSetInput{Images: r.Images, ConfigHash: st.configHash, ClaimTemplates: claims})
+	if err := r.applyOrDelete(ctx, st, sts, nil); err != nil {
+		return err
+	}
+	if err := r.growVolumes(ctx, st); err != nil {
+		return err
+	}
+	return r.observeStatefulSet(ctx, st)
+}
+
+// growVolumes raises each data claim's request to spec.storage.size (never lowers it).
+func (r *MySQLClusterReconciler) growVolumes(ctx context.Context, st *state) error {
+	c := st.cluster
+	want := *c.Spec.Storage.Size
+	for i := range int(*c.Spec.Instances) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		name := fmt.Sprintf("data-%s", c.InstanceName(i))
+		if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pvc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("while reading claim %s: %w", name, err)
+		}
+		have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		if have.Cmp(want) >= 0 {
+			continue
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = want
+		if err := r.Patch(ctx, pvc, patch); err != nil {
+			return fmt.Errorf("while growing claim %s to %s: %w", name, want.String(), err)
+		}
+		st.changed = append(st.changed, "grew claim "+name)
+	}
+	return nil
+}
+
+func (r *MySQLClusterReconciler) observeStatefulSet(ctx context.Context, st *state) error {
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: st.cluster.Namespace, Name: resources.StatefulSetName(st.cluster)}, sts)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("while reading the StatefulSet: %w", err)
+	}
+	st.statefulSet = sts
+	return nil
+}
+
+func (r *MySQLClusterReconciler) reconcilePDB(ctx context.Context, st *state) error {
+	c := st.cluster
+	return r.applyOrDelete(ctx, st, present(resources.PodDisruptionBudget(c)),
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.PodDisruptionBudgetName(c)}})
+}
+
+// reconcileBackup makes the backup volume and CronJob while a schedule is set.
+func (r *MySQLClusterReconciler) reconcileBackup(ctx context.Context, st *state) error {
+	c := st.cluster
+	meta := metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.BackupCronJobName(c)}
+	if err := r.applyOrDelete(ctx, st, present(resources.BackupCronJob(c, r.Images)), &batchv1.CronJob{ObjectMeta: meta}); err != nil {
+		return err
+	}
+	// A backup volume holds backups: it outlives a removed schedule and goes only with
+	// the cluster (deletion policy Delete).
+	claim := resources.BackupClaim(c)
+	if claim == nil {
+		return nil
+	}
+	return r.applyOrDelete(ctx, st, claim, nil)
+}
+
+// reconcileMonitoring makes the ServiceMonitor and PrometheusRule when the Prometheus
+// Operator's CRDs exist; without them there is nothing to do and nothing is wrong.
+func (r *MySQLClusterReconciler) reconcileMonitoring(ctx context.Context, st *state) error {
+	c := st.cluster
+	for gvk, desired := range map[schema.GroupVersionKind]*unstructured.Unstructured{
+		resources.ServiceMonitorGVK: resources.ServiceMonitor(c),
+		resources.PrometheusRuleGVK: resources.PrometheusRule(c),
+	} {
+		if _, err := r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return fmt.Errorf("while looking up %s: %w", gvk.Kind, err)
+		}
+		gone := &unstructured.Unstructured{}
+		gone.SetGroupVersionKind(gvk)
+		gone.SetNamespace(c.Namespace)
+		gone.SetName(resources.MonitoringName(c))
+		if err := r.applyOrDelete(ctx, st, present(desired), gone); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcileTopology hands over to the topology manager.
+func (r *MySQLClusterReconciler) reconcileTopology(ctx context.Context, st *state) error {
+	ts, err := r.Topology.Reconcile(ctx, st.cluster)
+	st.topology = ts
+	if err != nil {
+		return fmt.Errorf("while managing replication: %w", err)
+	}
+	return nil
+}
+
+func kindName(o client.Object) string {
+	kind := o.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		kind = reflect.TypeOf(o).Elem().Name()
+	}
+	return kind + " " + o.GetName()
+}

@@ -1,0 +1,250 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/apply"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// Finalizer lets the operator finish its pre-delete work (keeping retained data, telling
+// the topology manager) before a cluster disappears.
+const Finalizer = "mysql.dolphin-operator.io/finalizer"
+
+// forgetTimeout bounds pre-delete work: deletion never hangs on an unreachable mysqld.
+const forgetTimeout = 15 * time.Second
+
+// MySQLClusterReconciler turns a MySQLCluster into running Kubernetes objects and reports
+// what it sees. The order of its steps is in docs/design/reconcile.md.
+type MySQLClusterReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder recorder.EventRecorder
+	Images   resources.Images
+	Topology TopologyManager
+	// Now is the clock (certificates' renewal); time.Now when nil.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile runs the steps for one cluster. It is level-triggered: every pass computes the
+// whole desired state from the cluster as it is now.
+func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	c := &mysqlv1beta1.MySQLCluster{}
+	if err := r.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, c)
+	}
+	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+		patch := client.MergeFrom(c.DeepCopy())
+		controllerutil.AddFinalizer(c, Finalizer)
+		if err := r.Patch(ctx, c, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("while adding the finalizer: %w", err)
+		}
+	}
+	observed := c.DeepCopy()
+	if set := c.Default(); len(set) > 0 {
+		log.V(1).Info("Applied defaults the API server did not", "fields", set)
+	}
+	st := &state{cluster: c}
+	result, stepErr := r.runSteps(ctx, st)
+	if err := r.writeStatus(ctx, observed, st, stepErr); err != nil {
+		return ctrl.Result{}, errors.Join(stepErr, err)
+	}
+	if stepErr != nil {
+		if apierrors.IsConflict(stepErr) {
+			return ctrl.Result{RequeueAfter: time.Second}, nil // a conflict is a retry, not an error
+		}
+		return ctrl.Result{}, stepErr
+	}
+	return result, nil
+}
+
+// state carries what one pass learns from step to step.
+type state struct {
+	cluster     *mysqlv1beta1.MySQLCluster
+	configHash  string
+	statefulSet *appsv1.StatefulSet
+	topology    TopologyStatus
+	changed     []string
+	invalid     error
+	renewAt     time.Time
+}
+
+// step is one stage of a pass.
+type step struct {
+	name string
+	run  func(context.Context, *state) error
+}
+
+// runSteps runs the steps in order and stops at the first error.
+func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.Result, error) {
+	if err := validate(st.cluster); err != nil {
+		st.invalid = err
+		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonInvalidSpec, "Validate", "%v", err)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	if st.cluster.Spec.Paused {
+		return ctrl.Result{}, r.observeStatefulSet(ctx, st)
+	}
+	steps := []step{
+		{"credentials", r.reconcileCredentials},
+		{"tls", r.reconcileTLS},
+		{"config", r.reconcileConfig},
+		{"services", r.reconcileServices},
+		{"statefulset", r.reconcileStatefulSet},
+		{"disruption budget", r.reconcilePDB},
+		{"backup", r.reconcileBackup},
+		{"monitoring", r.reconcileMonitoring},
+		{"topology", r.reconcileTopology},
+	}
+	for _, s := range steps {
+		if err := s.run(ctx, st); err != nil {
+			if !apierrors.IsConflict(err) {
+				r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonApplyFailed,
+					"Reconcile", "Step %s failed: %v", s.name, err)
+			}
+			return ctrl.Result{}, fmt.Errorf("step %s: %w", s.name, err)
+		}
+	}
+	return r.requeue(st), nil
+}
+
+// requeue asks for the next pass when something is due: a certificate renewal, or the
+// topology manager's next look.
+func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
+	var after time.Duration
+	if !st.renewAt.IsZero() {
+		after = max(time.Until(st.renewAt), time.Second)
+	}
+	if t := st.topology.RequeueAfter; t > 0 && (after == 0 || t < after) {
+		after = t
+	}
+	return ctrl.Result{RequeueAfter: after}
+}
+
+// finalize keeps what the deletion policy retains, tells the topology manager, and lets
+// the cluster go. Children it owns are removed by the garbage collector afterwards.
+func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.MySQLCluster) error {
+	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+		return nil
+	}
+	log := logf.FromContext(ctx)
+	c.Default()
+	if c.Spec.DeletionPolicy != mysqlv1beta1.DeletionPolicyDelete {
+		if err := r.orphanRetained(ctx, c); err != nil {
+			return err
+		}
+	}
+	fctx, cancel := context.WithTimeout(ctx, forgetTimeout)
+	defer cancel()
+	if err := r.Topology.Forget(fctx, c); err != nil {
+		// Deletion goes on: a cluster whose mysqld is gone must still be deletable.
+		log.Error(err, "Pre-delete work failed; deleting anyway")
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonDeletionInProgress, "Delete",
+			"Pre-delete work failed, deleting anyway: %v", err)
+	}
+	patch := client.MergeFrom(c.DeepCopy())
+	controllerutil.RemoveFinalizer(c, Finalizer)
+	if err := r.Patch(ctx, c, patch); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("while removing the finalizer: %w", err))
+	}
+	log.Info("Released MySQLCluster for deletion", "deletionPolicy", c.Spec.DeletionPolicy)
+	return nil
+}
+
+// orphanRetained removes the cluster's owner reference from the Secrets and the backup
+// volume, so the garbage collector keeps them. The data volumes are kept by the
+// StatefulSet's claim retention policy.
+func (r *MySQLClusterReconciler) orphanRetained(ctx context.Context, c *mysqlv1beta1.MySQLCluster) error {
+	keep := []client.Object{
+		&corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}, &corev1.PersistentVolumeClaim{},
+	}
+	names := []string{resources.CredentialsSecretName(c), resources.CASecretName(c), resources.TLSSecretName(c),
+		resources.BackupCronJobName(c)}
+	for k, obj := range keep {
+		if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names[k]}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("while reading %s: %w", names[k], err)
+		}
+		if !metaOwnedBy(obj, c) {
+			continue
+		}
+		patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+		if err := controllerutil.RemoveOwnerReference(c, obj, r.Scheme); err != nil {
+			return fmt.Errorf("while releasing %s: %w", names[k], err)
+		}
+		if err := r.Patch(ctx, obj, patch); err != nil {
+			return fmt.Errorf("while releasing %s: %w", names[k], err)
+		}
+	}
+	return nil
+}
+
+func metaOwnedBy(obj client.Object, owner client.Object) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == owner.GetUID() {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *MySQLClusterReconciler) applier() *apply.Applier {
+	return &apply.Applier{Client: r.Client, Scheme: r.Scheme}
+}
+
+// SetupWithManager watches clusters (spec, metadata and deletion, not their own status
+// writes) and every kind of child they own.
+func (r *MySQLClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Topology == nil {
+		r.Topology = NoTopology{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&mysqlv1beta1.MySQLCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&batchv1.CronJob{}).
+		Named("mysqlcluster").
+		Complete(r)
+}

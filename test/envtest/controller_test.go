@@ -1,0 +1,240 @@
+package envtest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/controllers"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
+	"github.com/dolphin-operator/dolphin/test/envtest"
+)
+
+// controllerEnv runs the API server, the webhooks and the MySQLCluster controller, whose
+// client counts every write it makes.
+func controllerEnv(t *testing.T) (*envtest.Env, *controllers.MySQLClusterReconciler, *envtest.CountingClient) {
+	var rec *controllers.MySQLClusterReconciler
+	var counting *envtest.CountingClient
+	env := envtest.Start(t, envtest.Options{Webhooks: true, Setup: func(mgr ctrl.Manager) error {
+		counting = envtest.NewCountingClient(mgr.GetClient())
+		rec = &controllers.MySQLClusterReconciler{Client: counting, Scheme: mgr.GetScheme(),
+			Recorder: mgr.GetEventRecorder("dolphin-operator"),
+			Images:   resources.ImagesFromEnv(func(string) string { return "" })}
+		return rec.SetupWithManager(mgr)
+	}}, func(mgr ctrl.Manager) error {
+		if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr); err != nil {
+			return err
+		}
+		return webhookv1beta1.SetupMySQLBackupWebhookWithManager(mgr)
+	})
+	return env, rec, counting
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %v", what, err)
+}
+
+func get[T client.Object](ctx context.Context, c client.Client, ns, name string, obj T) (T, error) {
+	return obj, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+}
+
+func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
+	env, rec, counting := controllerEnv(t)
+	c := env.Client
+	ctx := context.Background()
+	ns := namespace(t, c)
+	cl := v1beta1Cluster(ns, "db")
+	cl.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 3 * * *"}
+	cl.Spec.DeletionPolicy = mysqlv1beta1.DeletionPolicyRetain
+	require.NoError(t, c.Create(ctx, cl))
+
+	t.Run("every child is created with the cluster as its controller", func(t *testing.T) {
+		children := map[string]client.Object{
+			"db": &appsv1.StatefulSet{}, "db-instances": &corev1.Service{}, "db-primary": &corev1.Service{},
+			"db-replicas": &corev1.Service{}, "db-config": &corev1.ConfigMap{}, "db-credentials": &corev1.Secret{},
+			"db-ca": &corev1.Secret{}, "db-tls": &corev1.Secret{}, "db-backup": &batchv1.CronJob{},
+		}
+		children["db "] = &policyv1.PodDisruptionBudget{} // same name as the StatefulSet
+		for name, obj := range children {
+			eventually(t, name, func() error {
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: trim(name)}, obj); err != nil {
+					return err
+				}
+				if ref := metav1.GetControllerOf(obj); ref == nil || ref.Kind != "MySQLCluster" || ref.Name != "db" {
+					return fmt.Errorf("%T %s is not controlled by the cluster: %v", obj, name, obj.GetOwnerReferences())
+				}
+				return nil
+			})
+		}
+		claim := &corev1.PersistentVolumeClaim{}
+		eventually(t, "the backup volume", func() error { return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-backup"}, claim) })
+		sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		require.NoError(t, err)
+		require.Equal(t, int32(3), *sts.Spec.Replicas)
+		require.NotEmpty(t, sts.Spec.Template.Annotations[resources.AnnotationConfigHash])
+		got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+		require.NoError(t, err)
+		require.Contains(t, got.Finalizers, controllers.Finalizer, "the reconciler adds its finalizer itself")
+		eventually(t, "a status for the current generation", func() error {
+			got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+			if err != nil {
+				return err
+			}
+			ready := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionReady)
+			if got.Status.ObservedGeneration != got.Generation || ready == nil {
+				return fmt.Errorf("status %+v", got.Status)
+			}
+			if ready.Status != metav1.ConditionFalse || got.Status.Phase != mysqlv1beta1.PhaseProvisioning {
+				return fmt.Errorf("no pod runs here (no controller-manager), so the cluster is not ready: %+v", got.Status)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a settled cluster is reconciled with zero writes", func(t *testing.T) {
+		settle(t, counting)
+		counting.Reset()
+		res, err := rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: "db"}})
+		require.NoError(t, err)
+		require.Empty(t, counting.Writes(), "a second reconcile of an unchanged cluster must not write")
+		require.Positive(t, res.RequeueAfter, "the next certificate renewal is scheduled")
+	})
+
+	t.Run("changes converge on the children", func(t *testing.T) {
+		before, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		require.NoError(t, err)
+		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) {
+			x.Spec.Instances = new(int32(5))
+			x.Spec.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}
+			x.Spec.MySQL.Config = map[string]string{"max_connections": "777"}
+		})
+		eventually(t, "the StatefulSet to follow", func() error {
+			sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+			if err != nil {
+				return err
+			}
+			m := sts.Spec.Template.Spec.Containers[0]
+			if *sts.Spec.Replicas != 5 || m.Resources.Requests.Memory().String() != "2Gi" ||
+				sts.Spec.Template.Annotations[resources.AnnotationConfigHash] == before.Spec.Template.Annotations[resources.AnnotationConfigHash] {
+				return fmt.Errorf("replicas %d, resources %v, hash %s", *sts.Spec.Replicas, m.Resources, sts.Spec.Template.Annotations)
+			}
+			return nil
+		})
+		cm, err := get(ctx, c, ns, "db-config", &corev1.ConfigMap{})
+		require.NoError(t, err)
+		require.Contains(t, cm.Data[resources.ConfigFileKey], "max_connections = 777")
+	})
+
+	t.Run("removing the schedule deletes the CronJob and keeps the backups' volume", func(t *testing.T) {
+		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) { x.Spec.Backup = nil })
+		eventually(t, "the CronJob to go", func() error {
+			if _, err := get(ctx, c, ns, "db-backup", &batchv1.CronJob{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+		_, err := get(ctx, c, ns, "db-backup", &corev1.PersistentVolumeClaim{})
+		require.NoError(t, err)
+	})
+
+	t.Run("one instance needs no disruption budget", func(t *testing.T) {
+		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) { x.Spec.Instances = new(int32(1)) })
+		eventually(t, "the budget to go", func() error {
+			if _, err := get(ctx, c, ns, "db", &policyv1.PodDisruptionBudget{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a child changed by hand is put back", func(t *testing.T) {
+		svc, err := get(ctx, c, ns, "db-primary", &corev1.Service{})
+		require.NoError(t, err)
+		svc.Spec.Selector[resources.LabelRole] = "anything"
+		require.NoError(t, c.Update(ctx, svc))
+		eventually(t, "the selector to be restored", func() error {
+			svc, err := get(ctx, c, ns, "db-primary", &corev1.Service{})
+			if err != nil {
+				return err
+			}
+			if svc.Spec.Selector[resources.LabelRole] != resources.RolePrimary {
+				return fmt.Errorf("selector %v", svc.Spec.Selector)
+			}
+			return nil
+		})
+	})
+
+	t.Run("deletion with Retain releases the secrets and lets the cluster go", func(t *testing.T) {
+		require.NoError(t, c.Delete(ctx, cl))
+		eventually(t, "the cluster to be gone", func() error {
+			if _, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+		s, err := get(ctx, c, ns, "db-credentials", &corev1.Secret{})
+		require.NoError(t, err)
+		require.Empty(t, s.OwnerReferences, "a retained Secret must not be garbage-collected with the cluster")
+		sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		require.NoError(t, err, "envtest has no garbage collector: owned children stay until one runs")
+		require.NotEmpty(t, sts.OwnerReferences)
+	})
+}
+
+func trim(s string) string {
+	for len(s) > 0 && s[len(s)-1] == ' ' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// update changes the stored cluster, retrying on conflicts with the controller.
+func update(t *testing.T, c client.Client, ns string, mutate func(*mysqlv1beta1.MySQLCluster)) {
+	t.Helper()
+	eventually(t, "an update", func() error {
+		x, err := get(context.Background(), c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+		if err != nil {
+			return err
+		}
+		mutate(x)
+		return c.Update(context.Background(), x)
+	})
+}
+
+// settle waits until the controller has made no write for two seconds.
+func settle(t *testing.T, counting *envtest.CountingClient) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		counting.Reset()
+		time.Sleep(2 * time.Second)
+		if len(counting.Writes()) == 0 {
+			return
+		}
+	}
+	t.Fatalf("the controller kept writing: %v", counting.Writes())
+}
