@@ -106,7 +106,7 @@ test: verify-generated vet test-unit test-envtest test-mysql test-e2e ## Run eve
 # never skips, when what it needs is missing: these targets build and provision it first.
 ENVTEST_PKGS := ./test/envtest/...
 MYSQL_PKGS   := ./test/mysqld/...
-E2E_PKGS     := ./test/localcluster/...
+E2E_PKGS     := ./test/localcluster/... ./test/e2e/...
 UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/')
 
 .PHONY: test-unit
@@ -141,7 +141,7 @@ demo: build cluster-tools mysql ## The local cluster, the operator with its webh
 	$(LOCALBIN)/localcluster demo --manager $(LOCALBIN)/manager --state-dir $(CURDIR)/.run/demo \
 	  --crds config/crd/bases --webhooks config/webhook/manifests.yaml \
 	  --conversion-crd mysqlclusters.mysql.dolphin-operator.io --conversion-crd mysqlbackups.mysql.dolphin-operator.io \
-	  --sample config/samples/mysql_v1beta1_mysqlcluster.yaml \
+	  --sample config/samples/mysql_v1beta1_mysqlcluster.yaml --wait-ready 5m \
 	  $(DEMO_FLAGS)
 
 .PHONY: docker-build

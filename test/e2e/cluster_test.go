@@ -1,0 +1,144 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	require.NoError(t, k8s.Create(context.Background(), ns))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for time.Since(start) < timeout {
+		if err = cond(); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NoError(t, cluster.Healthy())
+	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+	return 0
+}
+
+func newCluster(ns, name string, policy mysqlv1beta1.DeletionPolicy) *mysqlv1beta1.MySQLCluster {
+	return &mysqlv1beta1.MySQLCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), DeletionPolicy: policy,
+			Storage: mysqlv1beta1.StorageSpec{Size: new(resourceQuantity("1Gi"))}},
+	}
+}
+
+func readyCluster(t *testing.T, ns, name string) *mysqlv1beta1.MySQLCluster {
+	t.Helper()
+	c := &mysqlv1beta1.MySQLCluster{}
+	took := waitFor(t, 3*time.Minute, "the cluster to be Ready", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) || c.Status.ReadyInstances != 3 {
+			return fmt.Errorf("phase %s, ready %d, conditions %v", c.Status.Phase, c.Status.ReadyInstances, c.Status.Conditions)
+		}
+		return nil
+	})
+	t.Logf("cluster %s/%s Ready after %s", ns, name, took.Round(10*time.Millisecond))
+	return c
+}
+
+func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
+	ns := namespace(t)
+	require.NoError(t, k8s.Create(context.Background(), newCluster(ns, "db", mysqlv1beta1.DeletionPolicyDelete)))
+	c := readyCluster(t, ns, "db")
+	require.Equal(t, mysqlv1beta1.PhaseReady, c.Status.Phase)
+	require.Equal(t, c.Generation, c.Status.ObservedGeneration)
+	require.Equal(t, "db-primary."+ns+".svc:3306", c.Status.Endpoints.Primary)
+	ready := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionReady)
+	require.Contains(t, ready.Message, "Kubernetes readiness only", "with no topology manager, Ready says what it means")
+	pods := &corev1.PodList{}
+	require.NoError(t, k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(resources.SelectorLabels(c))))
+	require.Len(t, pods.Items, 3)
+}
+
+func TestDeletionWithDeleteRemovesEverything(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	c := newCluster(ns, "gone", mysqlv1beta1.DeletionPolicyDelete)
+	require.NoError(t, k8s.Create(ctx, c))
+	readyCluster(t, ns, "gone")
+	require.NoError(t, k8s.Delete(ctx, c))
+	took := waitFor(t, 30*time.Second, "the cluster and every child to be gone", func() error {
+		return remaining(ctx, ns, nil)
+	})
+	t.Logf("cluster and children gone %s after the delete", took.Round(10*time.Millisecond))
+}
+
+func TestDeletionWithRetainKeepsVolumesAndSecrets(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	c := newCluster(ns, "kept", mysqlv1beta1.DeletionPolicyRetain)
+	require.NoError(t, k8s.Create(ctx, c))
+	readyCluster(t, ns, "kept")
+	require.NoError(t, k8s.Delete(ctx, c))
+	waitFor(t, 30*time.Second, "everything but volumes and secrets to be gone", func() error {
+		return remaining(ctx, ns, map[string]bool{"PersistentVolumeClaim": true, "Secret": true})
+	})
+	claims := &corev1.PersistentVolumeClaimList{}
+	require.NoError(t, k8s.List(ctx, claims, client.InNamespace(ns)))
+	require.Len(t, claims.Items, 3, "every instance's volume is kept")
+	secret := &corev1.Secret{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept-credentials"}, secret),
+		"the passwords are kept with the data they open")
+}
+
+// remaining returns an error naming what of a deleted cluster still exists, apart from
+// the kinds in keep.
+func remaining(ctx context.Context, ns string, keep map[string]bool) error {
+	var left []string
+	lists := map[string]client.ObjectList{
+		"MySQLCluster": &mysqlv1beta1.MySQLClusterList{}, "StatefulSet": &appsv1.StatefulSetList{},
+		"Pod": &corev1.PodList{}, "Service": &corev1.ServiceList{}, "ConfigMap": &corev1.ConfigMapList{},
+		"Secret": &corev1.SecretList{}, "PersistentVolumeClaim": &corev1.PersistentVolumeClaimList{},
+	}
+	for kind, list := range lists {
+		if keep[kind] {
+			continue
+		}
+		if err := k8s.List(ctx, list, client.InNamespace(ns), client.HasLabels{resources.LabelInstance}); err != nil {
+			return err
+		}
+		if kind == "MySQLCluster" {
+			if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return err
+			}
+		}
+		if n := meta.LenList(list); n > 0 {
+			left = append(left, fmt.Sprintf("%d %s", n, kind))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("still there: %v", left)
+	}
+	return nil
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
