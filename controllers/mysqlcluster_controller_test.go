@@ -1,0 +1,99 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// These narrow cases use the fake client: it has no webhooks, so an invalid spec can be
+// stored, which is exactly the case the reconciler must refuse to build from. The
+// behaviour against a real API server is in test/envtest.
+
+func fakeReconciler(t *testing.T, objs ...client.Object) (*MySQLClusterReconciler, *events.FakeRecorder) {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := mysqlv1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&mysqlv1beta1.MySQLCluster{}).Build()
+	rec := events.NewFakeRecorder(10)
+	return &MySQLClusterReconciler{Client: c, Scheme: s, Recorder: rec, Topology: NoTopology{}}, rec
+}
+
+func TestAnInvalidSpecIsATerminalErrorWithDegradedAndAnEvent(t *testing.T) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", Generation: 1},
+		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(12))}}
+	r, rec := fakeReconciler(t, c)
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	if err == nil || !errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Fatalf("want a terminal error, got %v", err)
+	}
+	got := &mysqlv1beta1.MySQLCluster{}
+	if err := r.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	d := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionDegraded)
+	if d == nil || d.Status != metav1.ConditionTrue || d.Reason != mysqlv1beta1.ReasonInvalidSpec ||
+		!strings.Contains(d.Message, "spec.instances") {
+		t.Errorf("Degraded %+v", d)
+	}
+	if got.Status.Phase != mysqlv1beta1.PhaseFailed {
+		t.Errorf("phase %s", got.Status.Phase)
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, "Warning InvalidSpec") {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no Warning event")
+	}
+}
+
+type failingTopology struct{ NoTopology }
+
+func (failingTopology) Forget(context.Context, *mysqlv1beta1.MySQLCluster) error {
+	return errors.New("mysqld unreachable")
+}
+
+func TestDeletionGoesOnWhenPreDeleteWorkFails(t *testing.T) {
+	now := metav1.Now()
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns",
+		Finalizers: []string{Finalizer}, DeletionTimestamp: &now},
+		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(1)), DeletionPolicy: mysqlv1beta1.DeletionPolicyDelete}}
+	r, rec := fakeReconciler(t, c)
+	r.Topology = failingTopology{}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}); err != nil {
+		t.Fatalf("deletion must not fail: %v", err)
+	}
+	err := r.Get(context.Background(), client.ObjectKeyFromObject(c), &mysqlv1beta1.MySQLCluster{})
+	if err == nil {
+		t.Error("with its finalizer gone the cluster must be gone")
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, "mysqld unreachable") {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("the failed pre-delete work must be told in an event")
+	}
+}
