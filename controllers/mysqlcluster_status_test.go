@@ -78,7 +78,7 @@ func TestComputeStatus(t *testing.T) {
 			ready: metav1.ConditionTrue, progressing: mysqlv1beta1.ReasonReconciled, degraded: metav1.ConditionFalse},
 		"managed, pods ready but replication broken": {sts: sts(3, 3, 3, true),
 			topology: TopologyStatus{Managed: true, Healthy: false, CurrentPrimary: "db-0", Reason: mysqlv1beta1.ReasonReplicationBroken},
-			phase: mysqlv1beta1.PhaseDegraded, ready: metav1.ConditionFalse, progressing: mysqlv1beta1.ReasonReconciled,
+			phase:    mysqlv1beta1.PhaseDegraded, ready: metav1.ConditionFalse, progressing: mysqlv1beta1.ReasonReconciled,
 			degraded: metav1.ConditionTrue},
 		"managed, no primary": {sts: sts(3, 3, 3, true), topology: TopologyStatus{Managed: true, Healthy: true},
 			phase: mysqlv1beta1.PhaseProvisioning, ready: metav1.ConditionFalse, progressing: mysqlv1beta1.ReasonReconciled,
