@@ -90,7 +90,7 @@ vet: ## Run go vet on every module of the repository.
 	go vet ./...
 
 .PHONY: verify-generated
-verify-generated: manifests generate ## Fail when generated files differ from what is committed.
+verify-generated: manifests generate bundle ## Fail when generated files differ from what is committed.
 	@if [ -n "$$(git status --porcelain -- api config bundle catalog)" ]; then \
 	  git status --porcelain -- api config bundle catalog; git diff --stat -- api config bundle catalog; \
 	  echo "generated files drifted: run 'make manifests generate' and commit the result"; exit 1; fi
@@ -107,10 +107,10 @@ test: verify-generated vet test-unit test-envtest test-mysql test-e2e ## Run eve
 ENVTEST_PKGS := ./test/envtest/...
 MYSQL_PKGS   := ./test/mysqld/...
 E2E_PKGS     := ./test/localcluster/... ./test/e2e/...
-UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/')
+UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/...
 
 .PHONY: test-unit
-test-unit: ## Unit tests: pure logic, no cluster, no MySQL.
+test-unit: ## Unit tests: pure logic and the generated bundle; no cluster, no MySQL.
 	$(GOTEST) $(TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-envtest
@@ -154,20 +154,34 @@ docker-push: ## Push the operator image.
 
 ##@ OLM distribution
 
-CHANNELS ?= candidate
+# The bundle of this release: what `make bundle` writes to bundle/. CREATED_AT is the release
+# date, fixed per version so that the same inputs give the same bundle.
+CHANNELS ?= candidate,fast,stable
 DEFAULT_CHANNEL ?= stable
+CREATED_AT ?= 2026-11-30T00:00:00Z
 BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
+USE_IMAGE_DIGESTS ?= false
+ifeq ($(USE_IMAGE_DIGESTS), true)
+	BUNDLE_GEN_FLAGS += --use-image-digests
+endif
+CSV := bundle/manifests/dolphin-operator.clusterserviceversion.yaml
 
 .PHONY: bundle
-bundle: manifests kustomize operator-sdk ## Generate bundle/ and validate it (operatorframework suite).
+bundle: manifests kustomize operator-sdk ## Generate bundle/ (CSV, CRDs, RBAC, webhooks, scorecard) and validate it.
 	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false --apis-dir api
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
+	sed -i -e 's|^    containerImage: .*|    containerImage: $(IMG)|' -e 's|^    createdAt: .*|    createdAt: "$(CREATED_AT)"|' $(CSV)
+	$(OPERATOR_SDK) bundle validate ./bundle
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
 
 .PHONY: bundle-build
 bundle-build: ## Build the bundle image (needs a container engine).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image.
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
 .PHONY: catalog
 catalog: opm ## Validate the file-based catalog in catalog/.

@@ -11,29 +11,36 @@ type MySQLClusterSpec struct {
 	// Replicas is the number of MySQL servers (v1beta1: spec.instances).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=9
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Replicas *int32 `json:"replicas"`
 	// Version is the MySQL series ("8.4", "9.7") or release (v1beta1: spec.mysql.version).
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(8\.4|9\.7)(\.[0-9]+)?$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="MySQL version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Version string `json:"version,omitempty"`
 	// StorageSize of each server's volume (v1beta1: spec.storage.size).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume size"
 	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
 	// Backup schedules backups (v1beta1: spec.backup).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup"
 	Backup *BackupSpec `json:"backup,omitempty"`
 }
 
 // BackupSpec is v1alpha1's backup schedule.
 type BackupSpec struct {
 	// Enabled runs the schedule (v1beta1: spec.backup.suspend is its negation).
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled bool `json:"enabled"`
 	// Schedule in cron format.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Schedule string `json:"schedule,omitempty"`
 	// Retention is how many backups to keep (v1beta1: spec.backup.retention.count).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups to keep",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	Retention *int32 `json:"retention,omitempty"`
 }
 
@@ -65,6 +72,7 @@ type MySQLClusterStatus struct {
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.primary`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Cluster (v1alpha1)"
 type MySQLCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -86,6 +94,7 @@ type MySQLClusterList struct {
 type MySQLBackupSpec struct {
 	// ClusterName of the MySQLCluster to back up (v1beta1: spec.cluster).
 	// +kubebuilder:validation:MinLength=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Cluster",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	ClusterName string `json:"clusterName"`
 }
 
@@ -105,6 +114,7 @@ type MySQLBackupStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Backup (v1alpha1)"
 type MySQLBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

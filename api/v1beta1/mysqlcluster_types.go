@@ -93,15 +93,18 @@ type MySQLSpec struct {
 	// upgrades only go from one LTS series to the next.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(8\.4|9\.7)(\.[0-9]+)?$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="MySQL version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Version string `json:"version,omitempty"`
 
 	// Image overrides the server image that the operator picks for Version.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="MySQL image",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Image string `json:"image,omitempty"`
 
 	// Config adds my.cnf settings ([mysqld] section). Settings the operator owns (server_id,
 	// gtid_mode, read_only, ports, paths, replication and TLS plumbing) are refused.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="my.cnf settings",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Config map[string]string `json:"config,omitempty"`
 }
 
@@ -124,9 +127,11 @@ type StorageSpec struct {
 type ReplicationSpec struct {
 	// SemiSync makes the primary wait for replicas to acknowledge each transaction.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Semi-synchronous replication"
 	SemiSync SemiSyncSpec `json:"semiSync,omitempty"`
 	// Failover replaces an unreachable primary automatically.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Automatic failover"
 	Failover FailoverSpec `json:"failover,omitempty"`
 }
 
@@ -134,16 +139,19 @@ type ReplicationSpec struct {
 type SemiSyncSpec struct {
 	// Enabled turns semi-sync on when the cluster has replicas. Default: true.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled *bool `json:"enabled,omitempty"`
 	// WaitForReplicaCount is how many replicas must acknowledge a commit. Default: 1.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=8
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Acknowledging replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	WaitForReplicaCount *int32 `json:"waitForReplicaCount,omitempty"`
 	// Timeout after which the primary stops waiting for acknowledgements. Default: a very
 	// long time, so that an acknowledged write is on a replica (lossless) rather than
 	// silently falling back to asynchronous replication.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Semi-sync timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
@@ -151,9 +159,11 @@ type SemiSyncSpec struct {
 type FailoverSpec struct {
 	// Enabled lets the operator promote a replica when the primary is lost. Default: true.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled *bool `json:"enabled,omitempty"`
 	// DetectionDelay is how long the primary must be unreachable before a failover. Default: 5s.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Failure detection delay",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	DetectionDelay *metav1.Duration `json:"detectionDelay,omitempty"`
 }
 
@@ -161,10 +171,12 @@ type FailoverSpec struct {
 type TLSSpec struct {
 	// Enabled requires TLS for client and replication connections. Default: true.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled *bool `json:"enabled,omitempty"`
 	// SecretName names a kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt) to use instead
 	// of the certificates the operator issues and rotates.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	SecretName string `json:"secretName,omitempty"`
 }
 
@@ -173,15 +185,19 @@ type TLSSpec struct {
 type BackupSpec struct {
 	// Schedule in cron format (five fields, as a CronJob). Required unless Suspend.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Schedule string `json:"schedule,omitempty"`
 	// Retention says which backups to keep.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup retention"
 	Retention BackupRetention `json:"retention,omitempty"`
 	// Target is where backups go. Default: a volume the size of an instance's.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup target"
 	Target *BackupTarget `json:"target,omitempty"`
 	// Suspend stops scheduling new backups; existing ones are kept.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Suspend backups",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Suspend bool `json:"suspend,omitempty"`
 }
 
@@ -191,9 +207,11 @@ type BackupRetention struct {
 	// Count of backups to keep. Default: 7 when MaxAge is not set.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups to keep",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
 	Count *int32 `json:"count,omitempty"`
 	// MaxAge of a backup, e.g. "720h".
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Maximum backup age",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }
 
@@ -244,12 +262,15 @@ type S3Target struct {
 type MonitoringSpec struct {
 	// Exporter runs mysqld_exporter next to each instance.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Metrics exporter"
 	Exporter ExporterSpec `json:"exporter,omitempty"`
 	// ServiceMonitor creates a Prometheus Operator ServiceMonitor (when that CRD exists).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="ServiceMonitor"
 	ServiceMonitor ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
 	// PrometheusRule creates Dolphin's alerting rules (when that CRD exists).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="PrometheusRule"
 	PrometheusRule PrometheusRuleSpec `json:"prometheusRule,omitempty"`
 }
 
@@ -257,6 +278,7 @@ type MonitoringSpec struct {
 type ExporterSpec struct {
 	// Enabled adds the exporter sidecar.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled bool `json:"enabled,omitempty"`
 	// Image overrides the exporter image.
 	// +optional
@@ -270,6 +292,7 @@ type ExporterSpec struct {
 type ServiceMonitorSpec struct {
 	// Enabled creates the ServiceMonitor.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled bool `json:"enabled,omitempty"`
 	// Interval between scrapes. Default: Prometheus's.
 	// +optional
@@ -283,6 +306,7 @@ type ServiceMonitorSpec struct {
 type PrometheusRuleSpec struct {
 	// Enabled creates the PrometheusRule.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled bool `json:"enabled,omitempty"`
 	// Labels added to the PrometheusRule, for a Prometheus's rule selector.
 	// +optional

@@ -76,7 +76,7 @@ func BackupCronJob(c *mysqlv1beta1.MySQLCluster, img Images) *batchv1.CronJob {
 					RunAsGroup: new(mysqlUID), FSGroup: new(mysqlUID),
 					SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 				Containers: []corev1.Container{{
-					Name: "backup", Image: img.Backup, Command: []string{"sh", "-c", backupScript},
+					Name: "backup", Image: img.MySQLImage(c), Command: []string{"sh", "-c", backupScript},
 					Env: []corev1.EnvVar{
 						secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword),
 						{Name: "PRIMARY_HOST", Value: svc(PrimaryServiceName(c))},

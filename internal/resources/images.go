@@ -14,8 +14,6 @@ type Images struct {
 	MySQL map[string]string
 	// Exporter is mysqld_exporter's image.
 	Exporter string
-	// Backup is the image backup jobs run.
-	Backup string
 }
 
 // Default operand images, used when no RELATED_IMAGE_* variable overrides them.
@@ -25,7 +23,6 @@ var defaultImages = Images{
 		"9.7": "docker.io/library/mysql:9.7.4",
 	},
 	Exporter: "quay.io/prometheus/mysqld-exporter:v0.17.2",
-	Backup:   "docker.io/library/mysql:8.4.6",
 }
 
 // EnvName is the environment variable that overrides the image of a MySQL series:
@@ -34,15 +31,13 @@ func EnvName(series string) string {
 	return "RELATED_IMAGE_MYSQL_" + strings.ReplaceAll(series, ".", "_")
 }
 
-// Environment variables of the other operand images.
-const (
-	EnvExporterImage = "RELATED_IMAGE_EXPORTER"
-	EnvBackupImage   = "RELATED_IMAGE_BACKUP"
-)
+// EnvExporterImage overrides the exporter's image. Backups need no image of their own:
+// they run mysqldump from the cluster's MySQL image, so client and server versions match.
+const EnvExporterImage = "RELATED_IMAGE_EXPORTER"
 
 // ImagesFromEnv returns the default images with every RELATED_IMAGE_* override applied.
 func ImagesFromEnv(getenv func(string) string) Images {
-	img := Images{MySQL: map[string]string{}, Exporter: defaultImages.Exporter, Backup: defaultImages.Backup}
+	img := Images{MySQL: map[string]string{}, Exporter: defaultImages.Exporter}
 	for series, def := range defaultImages.MySQL {
 		img.MySQL[series] = def
 		if v := getenv(EnvName(series)); v != "" {
@@ -51,9 +46,6 @@ func ImagesFromEnv(getenv func(string) string) Images {
 	}
 	if v := getenv(EnvExporterImage); v != "" {
 		img.Exporter = v
-	}
-	if v := getenv(EnvBackupImage); v != "" {
-		img.Backup = v
 	}
 	return img
 }
