@@ -139,8 +139,7 @@ run: ## Run the manager against the cluster in $KUBECONFIG, webhooks off.
 demo: build cluster-tools mysql ## The local cluster, the operator with its webhooks, a sample cluster (Ctrl-C stops).
 	go build -o $(LOCALBIN)/localcluster ./test/localcluster/cmd/localcluster
 	$(LOCALBIN)/localcluster demo --manager $(LOCALBIN)/manager --state-dir $(CURDIR)/.run/demo \
-	  --crds config/crd/bases --webhooks config/webhook/manifests.yaml \
-	  --conversion-crd mysqlclusters.mysql.dolphin-operator.io --conversion-crd mysqlbackups.mysql.dolphin-operator.io \
+	  --repo-root $(CURDIR) \
 	  --sample config/samples/mysql_v1beta1_mysqlcluster.yaml --wait-ready 5m \
 	  $(DEMO_FLAGS)
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/dolphin-operator/dolphin/test/envtest"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
-	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
 
 var (
@@ -42,38 +41,20 @@ func run(m *testing.M) int {
 	if bin == "" {
 		return fail(fmt.Errorf("DOLPHIN_MANAGER_BIN names the manager binary (make test-e2e builds it)"))
 	}
-	mysql, err := mysqld.Locate()
-	if err != nil {
-		return fail(err)
-	}
-	fmt.Fprintf(os.Stderr, "MySQL under test: %s\n", mysql.Version)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	root := repoRoot()
-	cluster, err = localcluster.Start(ctx, localcluster.Config{Log: os.Stderr,
-		CRDPaths: []string{filepath.Join(root, "config", "crd", "bases")}})
+	d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: repoRoot(), Manager: bin, Log: os.Stderr})
 	if err != nil {
 		return fail(err)
 	}
-	defer cluster.Stop()
-	if runner, err = cluster.StartPodRunner(localcluster.PodRunnerOptions{MySQL: mysql, Log: os.Stderr}); err != nil {
-		return fail(err)
-	}
-	op, err := cluster.StartOperator(ctx, localcluster.OperatorOptions{
-		Binary:           bin,
-		WebhookManifests: filepath.Join(root, "config", "webhook", "manifests.yaml"),
-		ConversionCRDs:   []string{"mysqlclusters.mysql.dolphin-operator.io", "mysqlbackups.mysql.dolphin-operator.io"},
-		Ready:            localcluster.ProbeDolphinWebhooks(cluster.RESTConfig()),
-	})
-	if err != nil {
-		return fail(err)
-	}
+	defer d.Stop()
+	cluster, runner = d.Cluster, d.Runner
 	if k8s, err = client.New(cluster.RESTConfig(), client.Options{Scheme: envtest.Scheme()}); err != nil {
 		return fail(err)
 	}
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "operator log (end):\n%s\n", op.LogTail())
+		fmt.Fprintf(os.Stderr, "operator log (end):\n%s\n", d.Operator.LogTail())
 	}
 	return code
 }

@@ -24,15 +24,13 @@ import (
 )
 
 type options struct {
-	manager    string
-	binDir     string
-	webhooks   string
-	conversion stringList
-	crds       stringList
-	samples    stringList
-	stateDir   string
-	waitReady  time.Duration
-	exit       bool
+	manager   string
+	binDir    string
+	repoRoot  string
+	samples   stringList
+	stateDir  string
+	waitReady time.Duration
+	exit      bool
 }
 
 type stringList []string
@@ -50,9 +48,7 @@ func main() {
 	fs := flag.NewFlagSet(mode, flag.ExitOnError)
 	fs.StringVar(&o.manager, "manager", "", "operator binary to run in the cluster (demo: required)")
 	fs.StringVar(&o.binDir, "bin-dir", envOr("DOLPHIN_BIN_DIR", "bin"), "folder of the control-plane binaries and kubectl")
-	fs.StringVar(&o.webhooks, "webhooks", "", "webhook configurations (controller-gen output) to register for the operator")
-	fs.Var(&o.conversion, "conversion-crd", "CRD whose conversion the operator serves (repeatable)")
-	fs.Var(&o.crds, "crds", "CRD manifest file or folder to install (repeatable)")
+	fs.StringVar(&o.repoRoot, "repo-root", ".", "the repository: CRDs, webhook configurations")
 	fs.Var(&o.samples, "sample", "manifest to apply once the operator runs (repeatable)")
 	fs.StringVar(&o.stateDir, "state-dir", ".run/demo", "folder for the cluster's files; emptied at start")
 	fs.DurationVar(&o.waitReady, "wait-ready", 0, "how long to wait for each sample's Ready condition (0: do not wait)")
@@ -87,39 +83,19 @@ func run(mode string, o options) error {
 	if err != nil {
 		return fmt.Errorf("binary folder: %w", err)
 	}
-	mysql, err := mysqld.Locate()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("MySQL: %s\n", mysql.Version)
-	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, Dir: clusterDir, CRDPaths: o.crds, Log: os.Stdout})
+	c, err := start(ctx, mode, o, binDir, clusterDir)
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
-	if _, err := c.StartPodRunner(localcluster.PodRunnerOptions{MySQL: mysql, Log: os.Stdout}); err != nil {
-		return err
-	}
 	kubectl, err := writeKubectl(state, binDir, c)
 	if err != nil {
 		return err
 	}
-	if mode == "demo" {
-		op, err := c.StartOperator(ctx, localcluster.OperatorOptions{
-			Binary:           o.manager,
-			WebhookManifests: o.webhooks,
-			ConversionCRDs:   o.conversion,
-			Ready:            localcluster.ProbeDolphinWebhooks(c.RESTConfig()),
-		})
-		if err != nil {
-			return err
-		}
-		fmt.Printf("Operator ready on %s, webhooks registered (log: %s)\n", op.PodIP, op.LogPath())
-		if err := applySamples(ctx, kubectl, o); err != nil {
-			return err
-		}
+	if err := applySamples(ctx, kubectl, o); err != nil {
+		return err
 	}
-	fmt.Printf("\nThe cluster is up. From another shell:\n  %s get nodes,pods -A\n", kubectl)
+	fmt.Printf("\nThe cluster is up. From another shell:\n  %s get mysqlclusters,pods,services -A\n", kubectl)
 	if o.exit {
 		return nil
 	}
@@ -135,6 +111,37 @@ func run(mode string, o options) error {
 			}
 		}
 	}
+}
+
+// start brings up the cluster: with the operator for demo, without it for up.
+func start(ctx context.Context, mode string, o options, binDir, dir string) (*localcluster.Cluster, error) {
+	root, err := filepath.Abs(o.repoRoot)
+	if err != nil {
+		return nil, fmt.Errorf("repository folder: %w", err)
+	}
+	if mode == "demo" {
+		d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: root, Manager: o.manager,
+			Dir: dir, BinDir: binDir, Log: os.Stdout})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("Operator ready on %s, webhooks registered (log: %s)\n", d.Operator.PodIP, d.Operator.LogPath())
+		return d.Cluster, nil
+	}
+	mysql, err := mysqld.Locate()
+	if err != nil {
+		return nil, err
+	}
+	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, Dir: dir, Log: os.Stdout,
+		CRDPaths: []string{filepath.Join(root, "config", "crd", "bases")}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.StartPodRunner(localcluster.PodRunnerOptions{MySQL: mysql, Log: os.Stdout}); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
 }
 
 func envOr(key, def string) string {

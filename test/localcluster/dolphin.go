@@ -1,0 +1,68 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/dolphin-operator/dolphin/test/mysqld"
+)
+
+// DolphinOptions describe a local cluster running Dolphin as it runs for real.
+type DolphinOptions struct {
+	// RepoRoot is the repository: CRDs from config/crd/bases, webhooks from config/webhook.
+	RepoRoot string
+	// Manager is the operator binary.
+	Manager string
+	// Dir is the cluster's folder (default: a temporary one).
+	Dir string
+	// BinDir holds the control-plane binaries (default: as Config.BinDir).
+	BinDir string
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Dolphin is a running local cluster with the pod runner and the operator.
+type Dolphin struct {
+	*Cluster
+	Runner   *PodRunner
+	Operator *Operator
+}
+
+// StartDolphin starts the control plane with Dolphin's CRDs, the MySQL pod runner, and
+// the operator in a pod's place with its admission and conversion webhooks registered.
+func StartDolphin(ctx context.Context, o DolphinOptions) (*Dolphin, error) {
+	if o.Manager == "" {
+		return nil, errors.New("localcluster: the manager binary is required (make build)")
+	}
+	mysql, err := mysqld.Locate()
+	if err != nil {
+		return nil, err
+	}
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "MySQL: %s\n", mysql.Version)
+	}
+	c, err := Start(ctx, Config{Dir: o.Dir, BinDir: o.BinDir, Log: o.Log,
+		CRDPaths: []string{filepath.Join(o.RepoRoot, "config", "crd", "bases")}})
+	if err != nil {
+		return nil, err
+	}
+	d := &Dolphin{Cluster: c}
+	if d.Runner, err = c.StartPodRunner(PodRunnerOptions{MySQL: mysql, Log: o.Log}); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	d.Operator, err = c.StartOperator(ctx, OperatorOptions{
+		Binary:           o.Manager,
+		WebhookManifests: filepath.Join(o.RepoRoot, "config", "webhook", "manifests.yaml"),
+		ConversionCRDs:   []string{"mysqlclusters.mysql.dolphin-operator.io", "mysqlbackups.mysql.dolphin-operator.io"},
+		Ready:            ProbeDolphinWebhooks(c.RESTConfig()),
+	})
+	if err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return d, nil
+}
