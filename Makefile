@@ -99,7 +99,7 @@ verify-generated: manifests generate bundle ## Fail when generated files differ 
 ##@ Test
 
 .PHONY: test
-test: verify-generated vet test-unit test-envtest test-mysql test-e2e ## Run every test tier (what CI runs).
+test: verify-generated vet test-unit test-envtest test-mysql test-e2e scorecard-local ## Run every test tier (what CI runs).
 
 # Packages by tier. Unit tests need nothing; envtest needs etcd + kube-apiserver; mysql needs
 # a provisioned mysqld; e2e needs the whole local cluster (and MySQL). A tier's helper fails,
@@ -193,6 +193,17 @@ catalog-build: ## Build the catalog image (needs a container engine).
 .PHONY: scorecard
 scorecard: operator-sdk ## Run scorecard against the cluster in $KUBECONFIG (needs pods that run).
 	$(OPERATOR_SDK) scorecard ./bundle
+
+.PHONY: scorecard-local
+scorecard-local: build operator-sdk cluster-tools mysql ## Run the bundle's scorecard tests here: built-ins in a chroot, Dolphin's on the local cluster.
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/dolphin-scorecard-tests ./scorecard/cmd/dolphin-scorecard-tests
+	go build -o $(LOCALBIN)/scorecard-local ./scorecard/cmd/scorecard-local
+	$(LOCALBIN)/scorecard-local --bundle bundle --scorecard-test $(SCORECARD_TEST) \
+	  --dolphin-tests $(LOCALBIN)/dolphin-scorecard-tests --manager $(LOCALBIN)/manager --output $(CURDIR)/.run/scorecard-results.json
+
+.PHONY: scorecard-image-build
+scorecard-image-build: ## Build the image of Dolphin's scorecard tests (needs a container engine).
+	$(CONTAINER_TOOL) build -f scorecard/Dockerfile -t $(IMAGE_TAG_BASE)-scorecard-tests:v$(VERSION) .
 
 ##@ Tools (built once per version into $(DOLPHIN_CACHE), linked into ./bin)
 
