@@ -99,7 +99,7 @@ verify-generated: manifests generate bundle ## Fail when generated files differ 
 ##@ Test
 
 .PHONY: test
-test: verify-generated vet test-unit test-envtest test-mysql test-e2e scorecard-local ## Run every test tier (what CI runs).
+test: verify-generated vet test-unit test-envtest test-mysql test-e2e test-chainsaw scorecard-local ## Run every test tier (what CI runs).
 
 # Packages by tier. Unit tests need nothing; envtest needs etcd + kube-apiserver; mysql needs
 # a provisioned mysqld; e2e needs the whole local cluster (and MySQL). A tier's helper fails,
@@ -124,6 +124,12 @@ test-mysql: mysql ## Tests against real mysqld instances.
 .PHONY: test-e2e
 test-e2e: build cluster-tools mysql ## Local end-to-end: control plane + kwok + real mysqld per pod.
 	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager $(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
+
+.PHONY: test-chainsaw
+test-chainsaw: build cluster-tools mysql chainsaw ## Chainsaw suites (test/chainsaw) against the local cluster with the operator.
+	go build -o $(LOCALBIN)/localcluster ./test/localcluster/cmd/localcluster
+	$(LOCALBIN)/localcluster demo --manager $(LOCALBIN)/manager --repo-root $(CURDIR) --state-dir $(CURDIR)/.run/chainsaw \
+	  --run '$(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
 
 ##@ Build
 

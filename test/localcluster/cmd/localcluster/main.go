@@ -27,6 +27,7 @@ type options struct {
 	manager   string
 	binDir    string
 	repoRoot  string
+	run       string
 	samples   stringList
 	stateDir  string
 	waitReady time.Duration
@@ -49,6 +50,7 @@ func main() {
 	fs.StringVar(&o.manager, "manager", "", "operator binary to run in the cluster (demo: required)")
 	fs.StringVar(&o.binDir, "bin-dir", envOr("DOLPHIN_BIN_DIR", "bin"), "folder of the control-plane binaries and kubectl")
 	fs.StringVar(&o.repoRoot, "repo-root", ".", "the repository: CRDs, webhook configurations")
+	fs.StringVar(&o.run, "run", "", "a shell command to run against the cluster (KUBECONFIG set) once it is up; its exit status becomes ours")
 	fs.Var(&o.samples, "sample", "manifest to apply once the operator runs (repeatable)")
 	fs.StringVar(&o.stateDir, "state-dir", ".run/demo", "folder for the cluster's files; emptied at start")
 	fs.DurationVar(&o.waitReady, "wait-ready", 0, "how long to wait for each sample's Ready condition (0: do not wait)")
@@ -94,6 +96,15 @@ func run(mode string, o options) error {
 	}
 	if err := applySamples(ctx, kubectl, o); err != nil {
 		return err
+	}
+	if o.run != "" {
+		cmd := exec.CommandContext(ctx, "sh", "-c", o.run)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w", o.run, err)
+		}
+		return nil
 	}
 	fmt.Printf("\nThe cluster is up. From another shell:\n  %s get mysqlclusters,pods,services -A\n", kubectl)
 	if o.exit {
