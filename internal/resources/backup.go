@@ -23,13 +23,7 @@ func BackupClaim(c *mysqlv1beta1.MySQLCluster) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: BackupCronJobName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentBackup)},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: b.Target.PVC.StorageClassName,
-			VolumeMode:       new(corev1.PersistentVolumeFilesystem),
-			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: *b.Target.PVC.Size}},
-		},
+		Spec:       claimSpec(*b.Target.PVC.Size, b.Target.PVC.StorageClassName),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -57,13 +58,19 @@ func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.Stat
 func dataClaimTemplate(c *mysqlv1beta1.MySQLCluster) corev1.PersistentVolumeClaim {
 	return corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data", Labels: SelectorLabels(c)},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: c.Spec.Storage.StorageClassName,
-			VolumeMode:       new(corev1.PersistentVolumeFilesystem),
-			Resources: corev1.VolumeResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceStorage: *c.Spec.Storage.Size}},
-		},
+		Spec:       claimSpec(*c.Spec.Storage.Size, c.Spec.Storage.StorageClassName),
+	}
+}
+
+// claimSpec is a single-node, filesystem volume of the given size. The volume mode is
+// set because the API server would default it (see the package comment).
+func claimSpec(size resource.Quantity, class *string) corev1.PersistentVolumeClaimSpec {
+	return corev1.PersistentVolumeClaimSpec{
+		AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		StorageClassName: class,
+		VolumeMode:       new(corev1.PersistentVolumeFilesystem),
+		Resources: corev1.VolumeResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
 	}
 }
 
