@@ -1,0 +1,176 @@
+package mysql
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Status is what one instance reports about itself.
+type Status struct {
+	ServerUUID              string
+	GTIDExecuted            string
+	GTIDPurged              string
+	ReadOnly, SuperReadOnly bool
+	// Replica is nil when the instance replicates from nobody.
+	Replica *ReplicaStatus
+	// SemiSyncSource is whether the primary side of semi-sync is on (and clients how many
+	// replicas are connected as semi-sync replicas); SemiSyncReplica the replica side.
+	SemiSyncSource        bool
+	SemiSyncSourceClients int
+	SemiSyncReplica       bool
+}
+
+// ReplicaStatus is the default replication channel's state.
+type ReplicaStatus struct {
+	SourceHost            string
+	SourcePort            int
+	IORunning, SQLRunning bool
+	// ReceivedGTIDSet is what the replica has received (it may not have applied it all).
+	ReceivedGTIDSet string
+	LastIOError     string
+	LastSQLError    string
+}
+
+// PrimaryOptions configure an instance as the writable primary.
+type PrimaryOptions struct {
+	SemiSync            bool
+	WaitForReplicaCount int
+	Timeout             time.Duration
+}
+
+// ReplicaOptions configure an instance as a replica of a source.
+type ReplicaOptions struct {
+	SourceHost     string
+	SourcePort     int
+	User, Password string
+	SemiSync       bool
+	TLS            bool
+}
+
+// CloneOptions seed an instance with a copy of a donor's data.
+type CloneOptions struct {
+	DonorHost      string
+	DonorPort      int
+	User, Password string
+	TLS            bool
+}
+
+// Instance is one mysqld, as the topology manager sees it.
+type Instance interface {
+	Status(ctx context.Context) (*Status, error)
+	ConfigurePrimary(ctx context.Context, o PrimaryOptions) error
+	ConfigureReplica(ctx context.Context, o ReplicaOptions) error
+	Clone(ctx context.Context, o CloneOptions) error
+	SetSuperReadOnly(ctx context.Context, on bool) error
+	KillConnections(ctx context.Context, exceptUsers ...string) error
+	WaitForGTID(ctx context.Context, set string, timeout time.Duration) error
+	GTIDSubtract(ctx context.Context, a, b string) (string, error)
+	Exec(ctx context.Context, stmt string, args ...any) error
+	ExecUnlogged(ctx context.Context, stmts ...string) error
+	Close() error
+}
+
+// ErrWaitTimeout means WaitForGTID gave up before the set was applied.
+var ErrWaitTimeout = errors.New("timed out waiting for the GTID set")
+
+// Config says how to reach an instance.
+type Config struct {
+	Addr           string // host:port
+	User, Password string
+	TLS            *tls.Config // nil: no TLS (the driver then asks the server for its RSA key)
+	// Timeout bounds connecting and each read and write; default 5s.
+	Timeout time.Duration
+}
+
+type instance struct {
+	db  *sql.DB
+	cfg Config
+}
+
+// Open returns a pooled connection to one instance; no connection is made until used.
+func Open(cfg Config) (Instance, error) {
+	db, err := sql.Open("mysql", dsn(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("while opening %s: %w", cfg.Addr, err)
+	}
+	// A handful of connections is plenty: statements to one instance are sequential.
+	db.SetMaxOpenConns(3)
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxLifetime(5 * time.Minute)
+	return &instance{db: db, cfg: cfg}, nil
+}
+
+func dsn(cfg Config) string {
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	c := mysql.NewConfig()
+	c.Net, c.Addr, c.User, c.Passwd = "tcp", cfg.Addr, cfg.User, cfg.Password
+	c.Timeout, c.ReadTimeout, c.WriteTimeout = timeout, 0, timeout
+	c.AllowNativePasswords = true
+	if cfg.TLS != nil {
+		c.TLS = cfg.TLS
+	}
+	return c.FormatDSN()
+}
+
+func (i *instance) Close() error { return i.db.Close() }
+
+func (i *instance) Exec(ctx context.Context, stmt string, args ...any) error {
+	if _, err := i.db.ExecContext(ctx, stmt, args...); err != nil {
+		return fmt.Errorf("%s: %s: %w", i.cfg.Addr, firstWords(stmt), err)
+	}
+	return nil
+}
+
+// ExecUnlogged runs statements in one session with the binary log off for it: they
+// change only this instance and leave no GTID (accounts every instance creates for
+// itself must not become transactions the others lack).
+func (i *instance) ExecUnlogged(ctx context.Context, stmts ...string) error {
+	conn, err := i.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: connecting: %w", i.cfg.Addr, err)
+	}
+	defer conn.Close()
+	// The session goes back to the pool afterwards: it must log again, or every later
+	// statement on it would silently skip the binary log. If that cannot be restored,
+	// the connection is thrown away instead.
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION sql_log_bin = 1"); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	for _, s := range append([]string{"SET SESSION sql_log_bin = 0"}, stmts...) {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %s: %w", i.cfg.Addr, firstWords(s), err)
+		}
+	}
+	return nil
+}
+
+func (i *instance) execAll(ctx context.Context, stmts ...string) error {
+	for _, s := range stmts {
+		if err := i.Exec(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstWords names a statement in errors without its arguments (passwords).
+func firstWords(stmt string) string {
+	f := strings.Fields(stmt)
+	if len(f) > 4 {
+		f = f[:4]
+	}
+	return strings.Join(f, " ")
+}

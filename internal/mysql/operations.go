@@ -1,0 +1,244 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+func (i *instance) Status(ctx context.Context) (*Status, error) {
+	s := &Status{}
+	if err := i.db.QueryRowContext(ctx, qGlobals).Scan(&s.ServerUUID, &s.GTIDExecuted, &s.GTIDPurged,
+		&s.ReadOnly, &s.SuperReadOnly); err != nil {
+		return nil, fmt.Errorf("%s: reading server state: %w", i.cfg.Addr, err)
+	}
+	s.GTIDExecuted = normalizeGTID(s.GTIDExecuted)
+	s.GTIDPurged = normalizeGTID(s.GTIDPurged)
+	r, err := i.replica(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.Replica = r
+	rows, err := i.db.QueryContext(ctx, qSemiSync)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading semi-sync state: %w", i.cfg.Addr, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return nil, fmt.Errorf("%s: reading semi-sync state: %w", i.cfg.Addr, err)
+		}
+		switch name {
+		case "Rpl_semi_sync_source_status":
+			s.SemiSyncSource = value == "ON"
+		case "Rpl_semi_sync_source_clients":
+			_, _ = fmt.Sscan(value, &s.SemiSyncSourceClients)
+		case "Rpl_semi_sync_replica_status":
+			s.SemiSyncReplica = value == "ON"
+		}
+	}
+	return s, rows.Err()
+}
+
+func (i *instance) replica(ctx context.Context) (*ReplicaStatus, error) {
+	r := &ReplicaStatus{}
+	var io, sqlState string
+	var ioErrNo, sqlErrNo sql.NullInt64
+	var ioErr, sqlErr sql.NullString
+	err := i.db.QueryRowContext(ctx, qReplica).Scan(&r.SourceHost, &r.SourcePort, &io, &sqlState,
+		&r.ReceivedGTIDSet, &ioErrNo, &ioErr, &sqlErrNo, &sqlErr)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading replication state: %w", i.cfg.Addr, err)
+	}
+	r.IORunning, r.SQLRunning = io == "ON", sqlState == "ON"
+	r.ReceivedGTIDSet = normalizeGTID(r.ReceivedGTIDSet)
+	if ioErrNo.Int64 != 0 {
+		r.LastIOError = fmt.Sprintf("%d: %s", ioErrNo.Int64, ioErr.String)
+	}
+	if sqlErrNo.Int64 != 0 {
+		r.LastSQLError = fmt.Sprintf("%d: %s", sqlErrNo.Int64, sqlErr.String)
+	}
+	return r, nil
+}
+
+// normalizeGTID removes the line breaks MySQL puts in long GTID sets.
+func normalizeGTID(s string) string { return strings.ReplaceAll(s, "\n", "") }
+
+// ensurePlugins installs the semi-sync and clone plugins where my.cnf did not load them.
+func (i *instance) ensurePlugins(ctx context.Context) error {
+	rows, err := i.db.QueryContext(ctx, qPlugins)
+	if err != nil {
+		return fmt.Errorf("%s: listing plugins: %w", i.cfg.Addr, err)
+	}
+	active := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return fmt.Errorf("%s: listing plugins: %w", i.cfg.Addr, err)
+		}
+		active[n] = true
+	}
+	rows.Close()
+	for _, p := range plugins {
+		if !active[p.name] {
+			if err := i.Exec(ctx, installPlugin(p.name, p.library)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ConfigurePrimary stops replicating, turns semi-sync's source side on (before the first
+// write, so that no acknowledged write is unreplicated) and makes the instance writable.
+func (i *instance) ConfigurePrimary(ctx context.Context, o PrimaryOptions) error {
+	if err := i.ensurePlugins(ctx); err != nil {
+		return err
+	}
+	stmts := []string{"STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL rpl_semi_sync_replica_enabled = OFF"}
+	stmts = append(stmts, primarySettings(o)...)
+	stmts = append(stmts, "SET GLOBAL super_read_only = OFF", "SET GLOBAL read_only = OFF")
+	return i.execAll(ctx, stmts...)
+}
+
+// ConfigureReplica fences the instance (super_read_only) and points it at its source,
+// restarting replication only when something changed.
+func (i *instance) ConfigureReplica(ctx context.Context, o ReplicaOptions) error {
+	if err := i.ensurePlugins(ctx); err != nil {
+		return err
+	}
+	if err := i.execAll(ctx, "SET GLOBAL super_read_only = ON", "SET GLOBAL rpl_semi_sync_source_enabled = OFF"); err != nil {
+		return err
+	}
+	st, err := i.Status(ctx)
+	if err != nil {
+		return err
+	}
+	r := st.Replica
+	if r != nil && r.SourceHost == o.SourceHost && r.SourcePort == o.SourcePort && r.IORunning && r.SQLRunning &&
+		st.SemiSyncReplica == o.SemiSync {
+		return nil
+	}
+	semi := "OFF"
+	if o.SemiSync {
+		semi = "ON"
+	}
+	// The replica side of semi-sync takes effect when the IO thread starts.
+	return i.execAll(ctx, "STOP REPLICA", "SET GLOBAL rpl_semi_sync_replica_enabled = "+semi, changeSource(o), "START REPLICA")
+}
+
+func (i *instance) SetSuperReadOnly(ctx context.Context, on bool) error {
+	if on {
+		return i.Exec(ctx, "SET GLOBAL super_read_only = ON")
+	}
+	return i.execAll(ctx, "SET GLOBAL super_read_only = OFF", "SET GLOBAL read_only = OFF")
+}
+
+// KillConnections ends every client session except the listed users' (the operator's,
+// replication's): after fencing, a session that began a transaction before
+// super_read_only could otherwise still commit it.
+func (i *instance) KillConnections(ctx context.Context, exceptUsers ...string) error {
+	users := []string{"''"}
+	for _, u := range exceptUsers {
+		users = append(users, quote(u))
+	}
+	rows, err := i.db.QueryContext(ctx, fmt.Sprintf(qUserProcesses, strings.Join(users, ", ")))
+	if err != nil {
+		return fmt.Errorf("%s: listing connections: %w", i.cfg.Addr, err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("%s: listing connections: %w", i.cfg.Addr, err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		var me *mysql.MySQLError
+		if err := i.Exec(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil &&
+			!(errors.As(err, &me) && me.Number == 1094) { // 1094: the session ended meanwhile
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitForGTID waits until the instance has applied set.
+func (i *instance) WaitForGTID(ctx context.Context, set string, timeout time.Duration) error {
+	var res sql.NullInt64
+	secs := max(int64(timeout.Round(time.Second)/time.Second), 1)
+	if err := i.db.QueryRowContext(ctx, qWaitForGTID, set, secs).Scan(&res); err != nil {
+		return fmt.Errorf("%s: waiting for %s: %w", i.cfg.Addr, set, err)
+	}
+	if res.Int64 != 0 {
+		return fmt.Errorf("%s: %w %s after %s", i.cfg.Addr, ErrWaitTimeout, set, timeout)
+	}
+	return nil
+}
+
+// GTIDSubtract returns the transactions of a that are not in b: on a replica's executed
+// set minus the primary's, the errant transactions.
+func (i *instance) GTIDSubtract(ctx context.Context, a, b string) (string, error) {
+	var out string
+	if err := i.db.QueryRowContext(ctx, qGTIDSubtract, a, b).Scan(&out); err != nil {
+		return "", fmt.Errorf("%s: GTID_SUBTRACT: %w", i.cfg.Addr, err)
+	}
+	return normalizeGTID(out), nil
+}
+
+// Clone replaces the instance's data with a copy of the donor's. mysqld restarts at the
+// end of a clone (its supervisor, the kubelet, starts it again), so the statement's
+// connection drops; Clone then waits until the instance answers and reports the clone
+// Completed, or fails with the clone's error.
+func (i *instance) Clone(ctx context.Context, o CloneOptions) error {
+	if err := i.ensurePlugins(ctx); err != nil {
+		return err
+	}
+	if err := i.Exec(ctx, fmt.Sprintf("SET GLOBAL clone_valid_donor_list = %s", quote(fmt.Sprintf("%s:%d", o.DonorHost, o.DonorPort)))); err != nil {
+		return err
+	}
+	if err := i.Exec(ctx, cloneFrom(o)); err != nil && !restarting(err) {
+		return err
+	}
+	for {
+		var state string
+		var errNo int64
+		var msg sql.NullString
+		err := i.db.QueryRowContext(ctx, qCloneState).Scan(&state, &errNo, &msg)
+		switch {
+		case err == nil && state == "Completed":
+			return nil
+		case err == nil && state == "Failed":
+			return fmt.Errorf("%s: clone failed: %d %s", i.cfg.Addr, errNo, msg.String)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: waiting for the clone to complete (last: %v %s): %w", i.cfg.Addr, err, state, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// restarting tells the errors that mean "the server is restarting after the clone".
+func restarting(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 3707 { // restart failed: not supervised
+		return true
+	}
+	s := err.Error()
+	return errors.Is(err, mysql.ErrInvalidConn) || strings.Contains(s, "invalid connection") ||
+		strings.Contains(s, "EOF") || strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
+}

@@ -1,0 +1,198 @@
+package sql_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/test/mysqld"
+)
+
+const replUser, replPassword = "repl", "repl-password"
+
+// cluster starts n servers, opens the SQL layer on each and creates the replication
+// account on every one of them without logging it, as the operator does when it
+// initialises an instance: the account must exist before semi-sync is on (a primary
+// waiting for an acknowledgement could otherwise never let replicas log in), and it must
+// not be a transaction that some instances lack.
+func cluster(t *testing.T, n int) ([]*mysqld.Instance, []mysql.Instance) {
+	t.Helper()
+	servers := mysqld.StartN(t, n)
+	out := make([]mysql.Instance, n)
+	for k, s := range servers {
+		in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: "root", Password: mysqld.RootPassword})
+		require.NoError(t, err)
+		t.Cleanup(func() { in.Close() })
+		require.NoError(t, in.ExecUnlogged(context.Background(),
+			fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", replUser, replPassword),
+			fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN, CLONE_ADMIN ON *.* TO '%s'@'%%'", replUser)))
+		st, err := in.Status(context.Background())
+		require.NoError(t, err)
+		require.Empty(t, st.GTIDExecuted, "unlogged statements leave no GTID")
+		out[k] = in
+	}
+	return servers, out
+}
+
+// testContext bounds a test: a statement that blocks (a semi-sync commit without
+// replicas) fails it instead of hanging.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func replicaOf(s *mysqld.Instance) mysql.ReplicaOptions {
+	return mysql.ReplicaOptions{SourceHost: "127.0.0.1", SourcePort: s.Port(), User: replUser, Password: replPassword, SemiSync: true}
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %v", what, err)
+}
+
+func TestAPrimaryAndTwoSemiSyncReplicas(t *testing.T) {
+	ctx := testContext(t)
+	servers, in := cluster(t, 3)
+	// The primary first: a replica that connects before its source has semi-sync on
+	// replicates asynchronously until its IO thread restarts.
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
+	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	require.NoError(t, in[2].ConfigureReplica(ctx, replicaOf(servers[0])))
+
+	eventually(t, "two semi-sync replicas", func() error {
+		st, err := in[0].Status(ctx)
+		if err != nil {
+			return err
+		}
+		if !st.SemiSyncSource || st.SemiSyncSourceClients != 2 {
+			return fmt.Errorf("semi-sync source %v with %d clients", st.SemiSyncSource, st.SemiSyncSourceClients)
+		}
+		return nil
+	})
+	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
+	require.NoError(t, in[0].Exec(ctx, "INSERT INTO app.t VALUES (1)"))
+	primary, err := in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, primary.GTIDExecuted, "the writes were logged with GTIDs")
+	require.False(t, primary.SuperReadOnly || primary.ReadOnly, "the primary is writable")
+	require.Nil(t, primary.Replica, "the primary replicates from nobody")
+	for _, r := range in[1:] {
+		require.NoError(t, r.WaitForGTID(ctx, primary.GTIDExecuted, 30*time.Second))
+		st, err := r.Status(ctx)
+		require.NoError(t, err)
+		require.True(t, st.SuperReadOnly, "a replica is fenced")
+		require.True(t, st.SemiSyncReplica)
+		require.NotNil(t, st.Replica)
+		require.True(t, st.Replica.IORunning && st.Replica.SQLRunning, "%+v", st.Replica)
+		require.Equal(t, servers[0].Port(), st.Replica.SourcePort)
+		require.Equal(t, primary.GTIDExecuted, st.GTIDExecuted)
+		require.Empty(t, st.Replica.LastIOError+st.Replica.LastSQLError)
+	}
+	// Idempotent: configuring again changes nothing and breaks nothing.
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
+	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	require.Error(t, in[1].Exec(ctx, "INSERT INTO app.t VALUES (2)"), "a fenced replica refuses writes, even from root")
+}
+
+func TestErrantTransactionsAreFoundWithGTIDSubtract(t *testing.T) {
+	ctx := testContext(t)
+	servers, in := cluster(t, 2)
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
+	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
+	p, err := in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, p.GTIDExecuted)
+	require.NoError(t, in[1].WaitForGTID(ctx, p.GTIDExecuted, 30*time.Second))
+
+	// Someone writes on the replica behind the operator's back.
+	require.NoError(t, in[1].SetSuperReadOnly(ctx, false))
+	require.NoError(t, in[1].Exec(ctx, "CREATE DATABASE errant"))
+	r, err := in[1].Status(ctx)
+	require.NoError(t, err)
+	errant, err := in[1].GTIDSubtract(ctx, r.GTIDExecuted, p.GTIDExecuted)
+	require.NoError(t, err)
+	t.Logf("replica %s executed %q, primary %q, errant %q", r.ServerUUID, r.GTIDExecuted, p.GTIDExecuted, errant)
+	require.Contains(t, errant, r.ServerUUID+":1", "the replica's own transaction is errant")
+	none, err := in[0].GTIDSubtract(ctx, p.GTIDExecuted, r.GTIDExecuted)
+	require.NoError(t, err)
+	require.Empty(t, none, "the primary has nothing the replica lacks")
+}
+
+func TestCloneSeedsAnEmptyInstance(t *testing.T) {
+	ctx := testContext(t)
+	servers, in := cluster(t, 2)
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
+	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(20))"))
+	require.NoError(t, in[0].Exec(ctx, "INSERT INTO app.t VALUES (1, 'cloned'), (2, 'too')"))
+	donor, err := in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, donor.GTIDExecuted)
+	before := servers[1].Starts()
+
+	require.NoError(t, in[1].Clone(ctx, mysql.CloneOptions{DonorHost: "127.0.0.1", DonorPort: servers[0].Port(),
+		User: replUser, Password: replPassword}))
+	require.Greater(t, servers[1].Starts(), before, "mysqld restarted to finish the clone")
+	st, err := in[1].Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, donor.GTIDExecuted, st.GTIDExecuted, "the clone carries the donor's GTID set")
+	require.NotEqual(t, donor.ServerUUID, st.ServerUUID, "the clone keeps its own identity")
+
+	// The clone then replicates from where the copy ended.
+	require.NoError(t, in[1].ConfigureReplica(ctx, mysql.ReplicaOptions{SourceHost: "127.0.0.1", SourcePort: servers[0].Port(),
+		User: replUser, Password: replPassword}))
+	require.NoError(t, in[0].Exec(ctx, "INSERT INTO app.t VALUES (3, 'after')"))
+	after, err := in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NoError(t, in[1].WaitForGTID(ctx, after.GTIDExecuted, 30*time.Second))
+}
+
+func TestKillConnectionsEndsClientSessionsButNotReplication(t *testing.T) {
+	ctx := testContext(t)
+	servers, in := cluster(t, 2)
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
+	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	require.NoError(t, in[0].Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'"))
+	require.NoError(t, in[0].Exec(ctx, "GRANT ALL ON *.* TO 'app'@'%'"))
+	client, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: "app", Password: "app-pw"})
+	require.NoError(t, err)
+	defer client.Close()
+	require.NoError(t, client.Exec(ctx, "SELECT 1"))
+
+	require.NoError(t, in[0].SetSuperReadOnly(ctx, true))
+	require.NoError(t, in[0].KillConnections(ctx, "root"))
+	eventually(t, "the replica to stay connected", func() error {
+		st, err := in[0].Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st.SemiSyncSourceClients != 1 {
+			return fmt.Errorf("%d semi-sync clients", st.SemiSyncSourceClients)
+		}
+		return nil
+	})
+	err = client.Exec(ctx, "CREATE DATABASE nope")
+	require.Error(t, err, "a fenced primary refuses the client's writes")
+}
+
+func TestWaitForGTIDTimesOut(t *testing.T) {
+	ctx := testContext(t)
+	_, in := cluster(t, 1)
+	err := in[0].WaitForGTID(ctx, "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5", time.Second)
+	require.ErrorIs(t, err, mysql.ErrWaitTimeout)
+}
