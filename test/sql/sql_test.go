@@ -50,6 +50,29 @@ func replicaOf(s *mysqld.Instance) mysql.ReplicaOptions {
 	return mysql.ReplicaOptions{SourceHost: "127.0.0.1", SourcePort: s.Port(), User: replUser, Password: replPassword, SemiSync: true}
 }
 
+// semiSyncClients waits until the primary has n semi-sync replicas connected; a failure
+// shows what each replica reports.
+func semiSyncClients(t *testing.T, ctx context.Context, primary mysql.Instance, n int, replicas ...mysql.Instance) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d semi-sync replicas", n), func() error {
+		st, err := primary.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if !st.SemiSyncSource || st.SemiSyncSourceClients != n {
+			msg := fmt.Sprintf("semi-sync source %v with %d clients", st.SemiSyncSource, st.SemiSyncSourceClients)
+			for _, r := range replicas {
+				if rs, err := r.Status(ctx); err == nil && rs.Replica != nil {
+					msg += fmt.Sprintf("; replica io=%v sql=%v semi-sync=%v io-error=%q", rs.Replica.IORunning,
+						rs.Replica.SQLRunning, rs.SemiSyncReplica, rs.Replica.LastIOError)
+				}
+			}
+			return fmt.Errorf("%s", msg)
+		}
+		return nil
+	})
+}
+
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -72,16 +95,7 @@ func TestAPrimaryAndTwoSemiSyncReplicas(t *testing.T) {
 	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
 	require.NoError(t, in[2].ConfigureReplica(ctx, replicaOf(servers[0])))
 
-	eventually(t, "two semi-sync replicas", func() error {
-		st, err := in[0].Status(ctx)
-		if err != nil {
-			return err
-		}
-		if !st.SemiSyncSource || st.SemiSyncSourceClients != 2 {
-			return fmt.Errorf("semi-sync source %v with %d clients", st.SemiSyncSource, st.SemiSyncSourceClients)
-		}
-		return nil
-	})
+	semiSyncClients(t, ctx, in[0], 2, in[1], in[2])
 	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
 	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
 	require.NoError(t, in[0].Exec(ctx, "INSERT INTO app.t VALUES (1)"))
@@ -167,6 +181,8 @@ func TestKillConnectionsEndsClientSessionsButNotReplication(t *testing.T) {
 	servers, in := cluster(t, 2)
 	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
 	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	// A lossless primary commits only once a replica acknowledges: wait for it to be there.
+	semiSyncClients(t, ctx, in[0], 1, in[1])
 	require.NoError(t, in[0].Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'"))
 	require.NoError(t, in[0].Exec(ctx, "GRANT ALL ON *.* TO 'app'@'%'"))
 	client, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: "app", Password: "app-pw"})
@@ -176,16 +192,7 @@ func TestKillConnectionsEndsClientSessionsButNotReplication(t *testing.T) {
 
 	require.NoError(t, in[0].SetSuperReadOnly(ctx, true))
 	require.NoError(t, in[0].KillConnections(ctx, "root"))
-	eventually(t, "the replica to stay connected", func() error {
-		st, err := in[0].Status(ctx)
-		if err != nil {
-			return err
-		}
-		if st.SemiSyncSourceClients != 1 {
-			return fmt.Errorf("%d semi-sync clients", st.SemiSyncSourceClients)
-		}
-		return nil
-	})
+	semiSyncClients(t, ctx, in[0], 1, in[1]) // the replica's session survived the kill
 	err = client.Exec(ctx, "CREATE DATABASE nope")
 	require.Error(t, err, "a fenced primary refuses the client's writes")
 }
