@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -159,6 +161,18 @@ func (i *Instance) Stop() {
 		}
 		<-ch
 	}
+}
+
+// ErrorLogTail returns up to n bytes from the end of the instance's error log.
+func (i *Instance) ErrorLogTail(n int) string {
+	b, err := os.ReadFile(filepath.Join(i.opts.Dir, "error.log"))
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
 }
 
 // freePort asks the kernel for a port that is free on addr right now.

@@ -33,10 +33,14 @@ func StartN(t testing.TB, n int, extraArgs ...string) []*Instance {
 	}
 	wg.Wait()
 	t.Cleanup(func() {
-		for _, i := range out {
-			if i != nil {
-				i.Stop()
+		for k, i := range out {
+			if i == nil {
+				continue
 			}
+			if t.Failed() {
+				t.Logf("instance %d (%s, pid %d, %d starts), end of error.log:\n%s", k, i.Addr(), i.PID(), i.Starts(), i.ErrorLogTail(4000))
+			}
+			i.Stop()
 		}
 	})
 	for k, err := range errs {
