@@ -36,6 +36,7 @@ KUSTOMIZE_VERSION      := $(call modver,kustomize,sigs.k8s.io/kustomize/kustomiz
 OPERATOR_SDK_VERSION   := $(call modver,operator-sdk,github.com/operator-framework/operator-sdk)
 OPM_VERSION            := $(call modver,opm,github.com/operator-framework/operator-registry)
 CHAINSAW_VERSION       := $(call modver,chainsaw,github.com/kyverno/chainsaw)
+GOLANGCI_LINT_VERSION  := $(call modver,golangci-lint,github.com/golangci/golangci-lint/v2)
 
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 KUSTOMIZE      := $(LOCALBIN)/kustomize
@@ -89,6 +90,10 @@ fmt: ## Run gofmt on the code.
 vet: ## Run go vet on every module of the repository.
 	go vet ./...
 
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint with the project's linters (.golangci.yml).
+	$(LOCALBIN)/golangci-lint run ./...
+
 .PHONY: verify-generated
 verify-generated: manifests generate bundle ## Fail when generated files differ from what is committed.
 	@if [ -n "$$(git status --porcelain -- api config bundle catalog)" ]; then \
@@ -99,7 +104,7 @@ verify-generated: manifests generate bundle ## Fail when generated files differ 
 ##@ Test
 
 .PHONY: test
-test: verify-generated vet test-unit test-envtest test-mysql test-e2e test-chainsaw scorecard-local ## Run every test tier (what CI runs).
+test: verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chainsaw scorecard-local ## Run every test tier (what CI runs).
 
 # Packages by tier. Unit tests need nothing; envtest needs etcd + kube-apiserver; mysql needs
 # a provisioned mysqld; e2e needs the whole local cluster (and MySQL). A tier's helper fails,
@@ -214,7 +219,7 @@ scorecard-image-build: ## Build the image of Dolphin's scorecard tests (needs a 
 ##@ Tools (built once per version into $(DOLPHIN_CACHE), linked into ./bin)
 
 .PHONY: tools envtest-tools cluster-tools mysql host-deps
-tools: cluster-tools controller-gen kustomize operator-sdk opm chainsaw ## Build every pinned tool.
+tools: cluster-tools controller-gen kustomize operator-sdk opm chainsaw golangci-lint ## Build every pinned tool.
 envtest-tools: etcd kube-apiserver kubectl ## etcd, kube-apiserver and kubectl for envtest.
 cluster-tools: host-deps envtest-tools kube-controller-manager kube-scheduler kwok ## Everything the local cluster runs.
 host-deps: ## Check (and as root install) the host programs the test ground uses.
@@ -232,7 +237,7 @@ kwok:
 	@$(BUILD_TOOL) kwok $(KWOK_VERSION) $(TOOLS)/kwok sigs.k8s.io/kwok/cmd/kwok -ldflags '-s -w'
 	@hack/kwok-stages.sh $(KWOK_VERSION)
 
-.PHONY: controller-gen kustomize operator-sdk opm chainsaw
+.PHONY: controller-gen kustomize operator-sdk opm chainsaw golangci-lint
 controller-gen:
 	@$(BUILD_TOOL) controller-gen $(CONTROLLER_GEN_VERSION) $(TOOLS)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen -ldflags '-s -w'
 kustomize:
@@ -242,5 +247,7 @@ operator-sdk:
 	@$(BUILD_TOOL) scorecard-test $(OPERATOR_SDK_VERSION) $(TOOLS)/operator-sdk $(SDK_PKG)/images/scorecard-test -ldflags '-s -w'
 opm:
 	@$(BUILD_TOOL) opm $(OPM_VERSION) $(TOOLS)/opm github.com/operator-framework/operator-registry/cmd/opm -tags=json1,containers_image_openpgp -ldflags '-s -w'
+golangci-lint:
+	@$(BUILD_TOOL) golangci-lint $(GOLANGCI_LINT_VERSION) $(TOOLS)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint -ldflags '-s -w'
 chainsaw:
 	@$(BUILD_TOOL) chainsaw $(CHAINSAW_VERSION) $(TOOLS)/chainsaw github.com/kyverno/chainsaw -ldflags '-s -w'

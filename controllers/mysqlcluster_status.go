@@ -140,7 +140,7 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, cj *batchv1.C
 	} else {
 		set(mysqlv1beta1.ConditionReplicationHealthy, metav1.ConditionUnknown, mysqlv1beta1.ReasonTopologyNotManaged, st.topology.Message)
 	}
-	s.Phase = phase(c, old.Phase, st, ready, degraded, ro)
+	s.Phase = phase(c, old.Phase, st, ready, degraded)
 	return s
 }
 
@@ -176,7 +176,7 @@ func setDegraded(set func(string, metav1.ConditionStatus, string, string), st *s
 	return true
 }
 
-func phase(c *mysqlv1beta1.MySQLCluster, old mysqlv1beta1.ClusterPhase, st *state, ready, degraded bool, ro rollout) mysqlv1beta1.ClusterPhase {
+func phase(c *mysqlv1beta1.MySQLCluster, old mysqlv1beta1.ClusterPhase, st *state, ready, degraded bool) mysqlv1beta1.ClusterPhase {
 	switch {
 	case c.Spec.Paused:
 		return mysqlv1beta1.PhasePaused

@@ -161,9 +161,7 @@ func restoreHubData(src *metav1.ObjectMeta, into any) (metav1.ObjectMeta, error)
 // stale one otherwise.
 func storeHubData(meta *metav1.ObjectMeta, lossy bool, data any) error {
 	if !lossy {
-		if _, ok := meta.Annotations[AnnotationHubData]; ok {
-			delete(meta.Annotations, AnnotationHubData)
-		}
+		delete(meta.Annotations, AnnotationHubData)
 		return nil
 	}
 	raw, err := json.Marshal(data)

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"fmt"
 	"math/rand"
 	"os"
 	"strconv"
@@ -12,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/util/dump"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 	"sigs.k8s.io/randfill"
 
@@ -96,7 +96,7 @@ func fill(f *randfill.Filler, o object) {
 	o.SetAnnotations(a)
 }
 
-func diff(a, b any) string { return "want: " + dump.Pretty(a) + "\ngot:  " + dump.Pretty(b) }
+func diff(a, b any) string { return fmt.Sprintf("want: %+v\ngot:  %+v", a, b) }
 
 // TestRandomRoundTrips converts many random objects both ways. CONVERSION_ROUNDS sets how
 // many (default 500); the seeds are logged so a failure can be replayed.

@@ -131,7 +131,3 @@ type MySQLBackupList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MySQLBackup `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MySQLCluster{}, &MySQLClusterList{}, &MySQLBackup{}, &MySQLBackupList{})
-}

@@ -49,6 +49,7 @@ const (
 // +kubebuilder:validation:Enum=Pending;Provisioning;Ready;Updating;Degraded;Failed;Paused;Deleting
 type ClusterPhase string
 
+// The phases of a MySQLCluster.
 const (
 	PhasePending      ClusterPhase = "Pending"
 	PhaseProvisioning ClusterPhase = "Provisioning"
@@ -64,6 +65,7 @@ const (
 // +kubebuilder:validation:Enum=Pending;Running;Completed;Failed
 type BackupPhase string
 
+// The phases of a MySQLBackup.
 const (
 	BackupPhasePending   BackupPhase = "Pending"
 	BackupPhaseRunning   BackupPhase = "Running"

@@ -94,10 +94,6 @@ type MySQLBackupList struct {
 	Items           []MySQLBackup `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&MySQLBackup{}, &MySQLBackupList{})
-}
-
 // Hub marks v1beta1 as the version every other converts to and from.
 func (*MySQLCluster) Hub() {}
 

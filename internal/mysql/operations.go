@@ -169,7 +169,7 @@ func (i *instance) KillConnections(ctx context.Context, exceptUsers ...string) e
 	for _, id := range ids {
 		var me *mysql.MySQLError
 		if err := i.Exec(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil &&
-			!(errors.As(err, &me) && me.Number == 1094) { // 1094: the session ended meanwhile
+			(!errors.As(err, &me) || me.Number != 1094) { // 1094: the session ended meanwhile
 			return err
 		}
 	}
@@ -226,7 +226,7 @@ func (i *instance) Clone(ctx context.Context, o CloneOptions) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for the clone to complete (last: %v %s): %w", i.cfg.Addr, err, state, ctx.Err())
+			return fmt.Errorf("%s: waiting for the clone to complete (last: %s %s): %w", i.cfg.Addr, fmt.Sprint(err), state, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

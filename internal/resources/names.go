@@ -34,16 +34,28 @@ const (
 	ComponentBackup   = "backup"
 )
 
-// Names of a cluster's children, all derived from the cluster's name.
-func StatefulSetName(c *mysqlv1beta1.MySQLCluster) string     { return c.Name }
+// StatefulSetName names the StatefulSet; its pods are <cluster>-0..N-1.
+func StatefulSetName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }
+
+// HeadlessServiceName names the Service that gives each instance its DNS name.
 func HeadlessServiceName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-instances" }
-func PrimaryServiceName(c *mysqlv1beta1.MySQLCluster) string  { return c.Name + "-primary" }
+
+// PrimaryServiceName names the read-write Service.
+func PrimaryServiceName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-primary" }
+
+// ReplicasServiceName names the read-only Service.
 func ReplicasServiceName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-replicas" }
-func MetricsServiceName(c *mysqlv1beta1.MySQLCluster) string  { return c.Name + "-metrics" }
-func ConfigMapName(c *mysqlv1beta1.MySQLCluster) string       { return c.Name + "-config" }
-func CredentialsSecretName(c *mysqlv1beta1.MySQLCluster) string {
-	return c.Name + "-credentials"
-}
+
+// MetricsServiceName names the exporters' Service.
+func MetricsServiceName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-metrics" }
+
+// ConfigMapName names the ConfigMap that holds my.cnf.
+func ConfigMapName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-config" }
+
+// CredentialsSecretName names the Secret of the cluster's passwords.
+func CredentialsSecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-credentials" }
+
+// CASecretName names the Secret of the operator-issued CA.
 func CASecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-ca" }
 
 // TLSSecretName is the server certificate's Secret: the user's when given.
@@ -53,9 +65,15 @@ func TLSSecretName(c *mysqlv1beta1.MySQLCluster) string {
 	}
 	return c.Name + "-tls"
 }
+
+// PodDisruptionBudgetName names the PodDisruptionBudget.
 func PodDisruptionBudgetName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }
-func BackupCronJobName(c *mysqlv1beta1.MySQLCluster) string       { return c.Name + "-backup" }
-func MonitoringName(c *mysqlv1beta1.MySQLCluster) string          { return c.Name }
+
+// BackupCronJobName names the backup CronJob and the backup volume the operator creates.
+func BackupCronJobName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-backup" }
+
+// MonitoringName names the ServiceMonitor and the PrometheusRule.
+func MonitoringName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }
 
 // SelectorLabels pick a cluster's instance pods; they never change for a cluster's life
 // (a StatefulSet's selector is immutable).

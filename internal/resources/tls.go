@@ -54,8 +54,8 @@ func TLSSecrets(c *mysqlv1beta1.MySQLCluster, existingCA, existingServer *corev1
 		return TLSResult{}, err
 	}
 	names := ServerDNSNames(c)
-	server, err := keepServer(existingServer, ca, names, now)
-	if err != nil || server == nil {
+	server := keepServer(existingServer, ca, names, now)
+	if server == nil {
 		if server, err = issueServer(ca, names, now, random); err != nil {
 			return TLSResult{}, err
 		}
@@ -111,24 +111,23 @@ func keepOrNewCA(c *mysqlv1beta1.MySQLCluster, s *corev1.Secret, now time.Time, 
 	return sign(tmpl, tmpl, key, key, random)
 }
 
-// keepServer returns the existing server pair if it is still good for these names and CA.
-func keepServer(s *corev1.Secret, ca *keyPair, names []string, now time.Time) (*keyPair, error) {
+// keepServer returns the existing server pair if it is still good for these names and
+// CA; nil (missing, unreadable, expiring, signed by another CA, a name missing) means a
+// new one is issued.
+func keepServer(s *corev1.Secret, ca *keyPair, names []string, now time.Time) *keyPair {
 	if s == nil {
-		return nil, nil
+		return nil
 	}
 	kp, err := parsePair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
-	if err != nil {
-		return nil, err
-	}
-	if kp.cert.CheckSignatureFrom(ca.cert) != nil || !now.Before(kp.cert.NotAfter.Add(-RenewBefore)) {
-		return nil, nil
+	if err != nil || kp.cert.CheckSignatureFrom(ca.cert) != nil || !now.Before(kp.cert.NotAfter.Add(-RenewBefore)) {
+		return nil
 	}
 	for _, n := range names {
 		if !slices.Contains(kp.cert.DNSNames, n) {
-			return nil, nil
+			return nil
 		}
 	}
-	return kp, nil
+	return kp
 }
 
 func issueServer(ca *keyPair, names []string, now time.Time, random io.Reader) (*keyPair, error) {

@@ -108,7 +108,7 @@ func (r *Runner) runOne(ctx context.Context, tc scapiv1alpha3.TestConfiguration)
 	runErr := cmd.Run()
 	var status scapiv1alpha3.TestStatus
 	if err := json.Unmarshal(stdout.Bytes(), &status); err != nil {
-		return status, fmt.Errorf("%v printed no TestStatus (%v): %s%s", tc.Entrypoint, runErr, stdout.String(), stderr.String())
+		return status, fmt.Errorf("%v printed no TestStatus (%w): %s%s", tc.Entrypoint, errors.Join(runErr, err), stdout.String(), stderr.String())
 	}
 	return status, nil
 }

@@ -56,8 +56,11 @@ func result(name string, err error, log string) scapiv1alpha3.TestResult {
 // readBundle returns the bundle's CSV and CRDs.
 func readBundle(dir string) (*operatorsv1alpha1.ClusterServiceVersion, []apiextensionsv1.CustomResourceDefinition, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "manifests", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return nil, nil, fmt.Errorf("no manifests in %s/manifests: %v", dir, err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("while listing %s/manifests: %w", dir, err)
+	}
+	if len(files) == 0 {
+		return nil, nil, fmt.Errorf("no manifests in %s/manifests", dir)
 	}
 	var csv *operatorsv1alpha1.ClusterServiceVersion
 	var crds []apiextensionsv1.CustomResourceDefinition

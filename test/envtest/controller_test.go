@@ -153,7 +153,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) { x.Spec.Backup = nil })
 		eventually(t, "the CronJob to go", func() error {
 			if _, err := get(ctx, c, ns, "db-backup", &batchv1.CronJob{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
+				return stillThere(err)
 			}
 			return nil
 		})
@@ -165,7 +165,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) { x.Spec.Instances = new(int32(1)) })
 		eventually(t, "the budget to go", func() error {
 			if _, err := get(ctx, c, ns, "db", &policyv1.PodDisruptionBudget{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
+				return stillThere(err)
 			}
 			return nil
 		})
@@ -192,7 +192,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		require.NoError(t, c.Delete(ctx, cl))
 		eventually(t, "the cluster to be gone", func() error {
 			if _, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
+				return stillThere(err)
 			}
 			return nil
 		})
@@ -237,4 +237,13 @@ func settle(t *testing.T, counting *envtest.CountingClient) {
 		}
 	}
 	t.Fatalf("the controller kept writing: %v", counting.Writes())
+}
+
+// stillThere explains why an object expected gone is not: it exists (err nil) or could
+// not be read.
+func stillThere(err error) error {
+	if err == nil {
+		return fmt.Errorf("still there")
+	}
+	return fmt.Errorf("could not tell whether it is gone: %w", err)
 }

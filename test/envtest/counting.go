@@ -51,38 +51,46 @@ func (c *CountingClient) Reset() {
 	c.mu.Unlock()
 }
 
+// Create counts a create.
 func (c *CountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	c.count("create", obj)
 	return c.Client.Create(ctx, obj, opts...)
 }
 
+// Update counts an update.
 func (c *CountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	c.count("update", obj)
 	return c.Client.Update(ctx, obj, opts...)
 }
 
+// Patch counts a patch.
 func (c *CountingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	c.count("patch", obj)
 	return c.Client.Patch(ctx, obj, patch, opts...)
 }
 
+// Apply counts a server-side apply.
 func (c *CountingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	c.count("apply", obj)
 	return c.Client.Apply(ctx, obj, opts...)
 }
 
+// Delete counts a delete.
 func (c *CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	c.count("delete", obj)
 	return c.Client.Delete(ctx, obj, opts...)
 }
 
+// DeleteAllOf counts a collection delete.
 func (c *CountingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
 	c.count("deleteallof", obj)
 	return c.Client.DeleteAllOf(ctx, obj, opts...)
 }
 
+// Status returns the status subresource client, counting its writes.
 func (c *CountingClient) Status() client.SubResourceWriter { return c.SubResource("status") }
 
+// SubResource returns a subresource client that counts its writes.
 func (c *CountingClient) SubResource(name string) client.SubResourceClient {
 	return &countingSubResource{SubResourceClient: c.Client.SubResource(name), parent: c, name: name}
 }

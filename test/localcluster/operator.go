@@ -322,7 +322,7 @@ func ProbeDolphinWebhooks(cfg *rest.Config) func(context.Context) error {
 		}}
 		err = cl.Create(ctx, u, client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), "set by the operator") {
-			return fmt.Errorf("the validating webhook did not refuse the probe object (got %v)", err)
+			return fmt.Errorf("the validating webhook did not refuse the probe object (got: %w)", err)
 		}
 		return nil
 	}

@@ -72,7 +72,7 @@ func (c *Cluster) prepareNodeAndStorage(ctx context.Context) error {
 			}
 			n, err := cs.CoreV1().Nodes().Get(ctx, kwokNodeName, metav1.GetOptions{})
 			if err != nil || !nodeReady(n) {
-				return false, nil
+				return false, nil //nolint:nilerr // not there yet: poll again until the timeout
 			}
 			_, err = cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 			return err == nil, nil
