@@ -69,7 +69,7 @@ func (r *MySQLClusterReconciler) reconcileTLS(ctx context.Context, st *state) er
 	if err != nil {
 		return err
 	}
-	server, err := r.existingSecret(ctx, c.Namespace, c.Name+"-tls")
+	server, err := r.existingSecret(ctx, c.Namespace, resources.IssuedTLSSecretName(c))
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (r *MySQLClusterReconciler) reconcileTLS(ctx context.Context, st *state) er
 	if err := r.applyOrDelete(ctx, st, present(res.CA), gone(resources.CASecretName(c))); err != nil {
 		return err
 	}
-	return r.applyOrDelete(ctx, st, present(res.Server), gone(c.Name+"-tls"))
+	return r.applyOrDelete(ctx, st, present(res.Server), gone(resources.IssuedTLSSecretName(c)))
 }
 
 func (r *MySQLClusterReconciler) existingSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {

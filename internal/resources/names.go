@@ -63,8 +63,12 @@ func TLSSecretName(c *mysqlv1beta1.MySQLCluster) string {
 	if c.Spec.TLS.SecretName != "" {
 		return c.Spec.TLS.SecretName
 	}
-	return c.Name + "-tls"
+	return IssuedTLSSecretName(c)
 }
+
+// IssuedTLSSecretName names the Secret of the server certificate the operator issues
+// (removed when the user brings one).
+func IssuedTLSSecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-tls" }
 
 // PodDisruptionBudgetName names the PodDisruptionBudget.
 func PodDisruptionBudgetName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }

@@ -161,25 +161,15 @@ var clusters = schema.GroupVersionResource{Group: "mysql.dolphin-operator.io", R
 // SampleReady creates the v1beta1 MySQLCluster example and waits for its Ready condition.
 func SampleReady(ctx context.Context, env Env) scapiv1alpha3.TestResult {
 	const name = "dolphin-sample-ready"
-	dyn, csv, err := clientAndCSV(env)
-	if err != nil {
-		return result(name, err, "")
-	}
-	sample, err := almExample(csv, "mysql.dolphin-operator.io/v1beta1", "MySQLCluster")
-	if err != nil {
-		return result(name, err, "")
-	}
-	res := dyn.Resource(clusters.GroupResource().WithVersion("v1beta1")).Namespace(env.Namespace)
-	sample.SetNamespace(env.Namespace)
-	sample.SetName("scorecard-" + sample.GetName())
 	start := time.Now()
-	if _, err := res.Create(ctx, sample, metav1.CreateOptions{}); err != nil {
-		return result(name, fmt.Errorf("while creating the sample: %w", err), "")
+	ex, err := createExample(ctx, env, "v1beta1")
+	if err != nil {
+		return result(name, err, "")
 	}
-	defer func() { _ = res.Delete(context.Background(), sample.GetName(), metav1.DeleteOptions{}) }()
+	defer ex.delete()
 	var last string
 	for time.Since(start) < env.Timeout {
-		got, err := res.Get(ctx, sample.GetName(), metav1.GetOptions{})
+		got, err := ex.res.Get(ctx, ex.obj.GetName(), metav1.GetOptions{})
 		if err == nil {
 			last = conditionSummary(got)
 			if strings.Contains(last, "Ready=True") {
@@ -205,22 +195,13 @@ func conditionSummary(u *unstructured.Unstructured) string {
 // v1alpha1, and checks the v1alpha1 spec came back unchanged.
 func ConversionRoundTrip(ctx context.Context, env Env) scapiv1alpha3.TestResult {
 	const name = "dolphin-conversion-roundtrip"
-	dyn, csv, err := clientAndCSV(env)
+	ex, err := createExample(ctx, env, "v1alpha1")
 	if err != nil {
 		return result(name, err, "")
 	}
-	sample, err := almExample(csv, "mysql.dolphin-operator.io/v1alpha1", "MySQLCluster")
-	if err != nil {
-		return result(name, err, "")
-	}
-	old := dyn.Resource(clusters.GroupResource().WithVersion("v1alpha1")).Namespace(env.Namespace)
-	hub := dyn.Resource(clusters.GroupResource().WithVersion("v1beta1")).Namespace(env.Namespace)
-	sample.SetNamespace(env.Namespace)
-	sample.SetName("scorecard-" + sample.GetName())
-	if _, err := old.Create(ctx, sample, metav1.CreateOptions{}); err != nil {
-		return result(name, fmt.Errorf("while creating the v1alpha1 sample: %w", err), "")
-	}
-	defer func() { _ = old.Delete(context.Background(), sample.GetName(), metav1.DeleteOptions{}) }()
+	defer ex.delete()
+	sample, old := ex.obj, ex.res
+	hub := ex.dyn.Resource(clusters.GroupResource().WithVersion("v1beta1")).Namespace(env.Namespace)
 	asHub, err := hub.Get(ctx, sample.GetName(), metav1.GetOptions{})
 	if err != nil {
 		return result(name, fmt.Errorf("while reading it as v1beta1: %w", err), "")
@@ -254,6 +235,38 @@ func number(obj map[string]any, path ...string) int64 {
 		return int64(n)
 	}
 	return 0
+}
+
+// example is a CSV example created in the test's namespace.
+type example struct {
+	dyn dynamic.Interface
+	obj *unstructured.Unstructured
+	res dynamic.ResourceInterface
+}
+
+// createExample creates the CSV's MySQLCluster example of the given version in
+// env.Namespace, named scorecard-<example name>.
+func createExample(ctx context.Context, env Env, version string) (*example, error) {
+	dyn, csv, err := clientAndCSV(env)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := almExample(csv, "mysql.dolphin-operator.io/"+version, "MySQLCluster")
+	if err != nil {
+		return nil, err
+	}
+	res := dyn.Resource(clusters.GroupResource().WithVersion(version)).Namespace(env.Namespace)
+	obj.SetNamespace(env.Namespace)
+	obj.SetName("scorecard-" + obj.GetName())
+	if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("while creating the %s sample: %w", version, err)
+	}
+	return &example{dyn: dyn, obj: obj, res: res}, nil
+}
+
+// delete removes the example; the namespace's deletion would too, so a failure is ignored.
+func (e *example) delete() {
+	_ = e.res.Delete(context.Background(), e.obj.GetName(), metav1.DeleteOptions{})
 }
 
 func clientAndCSV(env Env) (dynamic.Interface, *operatorsv1alpha1.ClusterServiceVersion, error) {

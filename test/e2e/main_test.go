@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"time"
 
 	"testing"
@@ -21,11 +19,6 @@ var (
 	runner  *localcluster.PodRunner
 	k8s     client.Client
 )
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 func TestMain(m *testing.M) {
 	if err := localcluster.EnterNetNS(); err != nil {
@@ -43,7 +36,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: repoRoot(), Manager: bin, Log: os.Stderr})
+	d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: envtest.RepoRoot(), Manager: bin, Log: os.Stderr})
 	if err != nil {
 		return fail(err)
 	}

@@ -2,7 +2,6 @@ package localcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,7 +13,8 @@ import (
 type DolphinOptions struct {
 	// RepoRoot is the repository: CRDs from config/crd/bases, webhooks from config/webhook.
 	RepoRoot string
-	// Manager is the operator binary.
+	// Manager is the operator binary; empty starts no operator (a cluster to run one
+	// against by hand, from a debugger say).
 	Manager string
 	// Dir is the cluster's folder (default: a temporary one).
 	Dir string
@@ -24,7 +24,8 @@ type DolphinOptions struct {
 	Log io.Writer
 }
 
-// Dolphin is a running local cluster with the pod runner and the operator.
+// Dolphin is a running local cluster with the pod runner and the operator (nil when
+// none was asked for).
 type Dolphin struct {
 	*Cluster
 	Runner   *PodRunner
@@ -34,9 +35,6 @@ type Dolphin struct {
 // StartDolphin starts the control plane with Dolphin's CRDs, the MySQL pod runner, and
 // the operator in a pod's place with its admission and conversion webhooks registered.
 func StartDolphin(ctx context.Context, o DolphinOptions) (*Dolphin, error) {
-	if o.Manager == "" {
-		return nil, errors.New("localcluster: the manager binary is required (make build)")
-	}
 	mysql, err := mysqld.Locate()
 	if err != nil {
 		return nil, err
@@ -53,6 +51,9 @@ func StartDolphin(ctx context.Context, o DolphinOptions) (*Dolphin, error) {
 	if d.Runner, err = c.StartPodRunner(PodRunnerOptions{MySQL: mysql, Log: o.Log}); err != nil {
 		c.Stop()
 		return nil, err
+	}
+	if o.Manager == "" {
+		return d, nil
 	}
 	d.Operator, err = c.StartOperator(ctx, OperatorOptions{
 		Binary:           o.Manager,

@@ -180,8 +180,12 @@ func (c *Cluster) writeWebhookCert(dir, ns string) error {
 // registerWebhooks creates the admission webhook configurations and points the CRDs'
 // conversion at the operator's Service.
 func (c *Cluster) registerWebhooks(ctx context.Context, cs kubernetes.Interface, o OperatorOptions) error {
-	ref := func(path string) *admissionregistrationv1.ServiceReference {
-		return &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: webhookServiceName, Path: &path}
+	// toOperator keeps a webhook's path and sends it to the operator's Service, trusting
+	// the cluster CA that signed the Service's certificate.
+	toOperator := func(cc admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.WebhookClientConfig {
+		return admissionregistrationv1.WebhookClientConfig{CABundle: c.pki.ca.CertPEM,
+			Service: &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: webhookServiceName,
+				Path: cc.Service.Path}}
 	}
 	if o.WebhookManifests != "" {
 		mutating, validating, err := readWebhookManifests(o.WebhookManifests)
@@ -190,8 +194,7 @@ func (c *Cluster) registerWebhooks(ctx context.Context, cs kubernetes.Interface,
 		}
 		for _, m := range mutating {
 			for k := range m.Webhooks {
-				m.Webhooks[k].ClientConfig = admissionregistrationv1.WebhookClientConfig{
-					Service: ref(*m.Webhooks[k].ClientConfig.Service.Path), CABundle: c.pki.ca.CertPEM}
+				m.Webhooks[k].ClientConfig = toOperator(m.Webhooks[k].ClientConfig)
 			}
 			m.Name = "dolphin-" + m.Name
 			if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, m, metav1.CreateOptions{}); err != nil {
@@ -200,8 +203,7 @@ func (c *Cluster) registerWebhooks(ctx context.Context, cs kubernetes.Interface,
 		}
 		for _, v := range validating {
 			for k := range v.Webhooks {
-				v.Webhooks[k].ClientConfig = admissionregistrationv1.WebhookClientConfig{
-					Service: ref(*v.Webhooks[k].ClientConfig.Service.Path), CABundle: c.pki.ca.CertPEM}
+				v.Webhooks[k].ClientConfig = toOperator(v.Webhooks[k].ClientConfig)
 			}
 			v.Name = "dolphin-" + v.Name
 			if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, v, metav1.CreateOptions{}); err != nil {

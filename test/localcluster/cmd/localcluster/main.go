@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/dolphin-operator/dolphin/test/localcluster"
-	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
 
 type options struct {
@@ -130,29 +129,19 @@ func start(ctx context.Context, mode string, o options, binDir, dir string) (*lo
 	if err != nil {
 		return nil, fmt.Errorf("repository folder: %w", err)
 	}
-	if mode == "demo" {
-		d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: root, Manager: o.manager,
-			Dir: dir, BinDir: binDir, Log: os.Stdout})
-		if err != nil {
-			return nil, err
-		}
+	manager := o.manager
+	if mode != "demo" {
+		manager = ""
+	}
+	d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: root, Manager: manager,
+		Dir: dir, BinDir: binDir, Log: os.Stdout})
+	if err != nil {
+		return nil, err
+	}
+	if d.Operator != nil {
 		fmt.Printf("Operator ready on %s, webhooks registered (log: %s)\n", d.Operator.PodIP, d.Operator.LogPath())
-		return d.Cluster, nil
 	}
-	mysql, err := mysqld.Locate()
-	if err != nil {
-		return nil, err
-	}
-	c, err := localcluster.Start(ctx, localcluster.Config{BinDir: binDir, Dir: dir, Log: os.Stdout,
-		CRDPaths: []string{filepath.Join(root, "config", "crd", "bases")}})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.StartPodRunner(localcluster.PodRunnerOptions{MySQL: mysql, Log: os.Stdout}); err != nil {
-		c.Stop()
-		return nil, err
-	}
-	return c, nil
+	return d.Cluster, nil
 }
 
 func envOr(key, def string) string {
