@@ -10,7 +10,9 @@ SHELL := /usr/bin/env bash -o pipefail
 .DEFAULT_GOAL := help
 
 # ---- images and versions ----------------------------------------------------------------
-VERSION ?= 0.1.0
+VERSION ?= 0.2.0
+# The release this version upgrades from: the CSV's spec.replaces and olm.skipRange come from it.
+PREVIOUS_VERSION ?= 0.1.0
 IMAGE_TAG_BASE ?= quay.io/dolphin-operator/dolphin-operator
 IMG ?= $(IMAGE_TAG_BASE):v$(VERSION)
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
@@ -95,10 +97,10 @@ lint: golangci-lint ## Run golangci-lint with the project's linters (.golangci.y
 	$(LOCALBIN)/golangci-lint run ./...
 
 .PHONY: verify-generated
-verify-generated: manifests generate bundle ## Fail when generated files differ from what is committed.
+verify-generated: manifests generate bundle catalog ## Fail when generated files differ from what is committed.
 	@if [ -n "$$(git status --porcelain -- api config bundle catalog)" ]; then \
 	  git status --porcelain -- api config bundle catalog; git diff --stat -- api config bundle catalog; \
-	  echo "generated files drifted: run 'make manifests generate' and commit the result"; exit 1; fi
+	  echo "generated files drifted: run 'make manifests generate bundle catalog' and commit the result"; exit 1; fi
 	@echo "generated files are up to date"
 
 ##@ Test
@@ -181,7 +183,10 @@ bundle: manifests kustomize operator-sdk ## Generate bundle/ (CSV, CRDs, RBAC, w
 	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false --apis-dir api
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
-	sed -i -e 's|^    containerImage: .*|    containerImage: $(IMG)|' -e 's|^    createdAt: .*|    createdAt: "$(CREATED_AT)"|' $(CSV)
+	sed -i -e 's|^    containerImage: .*|    containerImage: $(IMG)|' -e 's|^    createdAt: .*|    createdAt: "$(CREATED_AT)"|' \
+	  -e 's|^    olm.skipRange: .*|    olm.skipRange: ">=$(PREVIOUS_VERSION) <$(VERSION)"|' \
+	  -e 's|^  replaces: .*|  replaces: dolphin-operator.v$(PREVIOUS_VERSION)|' $(CSV)
+	sed -i -e 's|dolphin-scorecard-tests:v.*|dolphin-scorecard-tests:v$(VERSION)|' bundle/tests/scorecard/config.yaml
 	$(OPERATOR_SDK) bundle validate ./bundle
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework
 
@@ -194,7 +199,10 @@ bundle-push: ## Push the bundle image.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
 .PHONY: catalog
-catalog: opm ## Validate the file-based catalog in catalog/.
+catalog: opm ## Render catalog/ from config/catalog (template + released bundles + bundle/) and validate it.
+	cd hack/catalog && go build -tags containers_image_openpgp -o $(LOCALBIN)/catalog-render .
+	$(LOCALBIN)/catalog-render --template config/catalog/template.yaml --bundles config/catalog/bundles \
+	  --dev-bundle bundle --image-repo $(IMAGE_TAG_BASE)-bundle --out catalog/dolphin-operator/catalog.yaml
 	$(OPM) validate catalog
 
 .PHONY: catalog-build
