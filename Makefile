@@ -113,7 +113,7 @@ test: verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-
 # never skips, when what it needs is missing: these targets build and provision it first.
 ENVTEST_PKGS := ./test/envtest/...
 MYSQL_PKGS   := ./test/mysqld/... ./test/sql/...
-E2E_PKGS     := ./test/localcluster/... ./test/e2e/...
+E2E_PKGS     := ./test/localcluster/... ./test/e2e/... ./test/deploy/...
 UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/...
 
 .PHONY: test-unit
@@ -129,7 +129,7 @@ test-mysql: mysql ## Tests against real mysqld instances.
 	$(GOTEST) $(TEST_FLAGS) $(MYSQL_PKGS)
 
 .PHONY: test-e2e
-test-e2e: build cluster-tools mysql ## Local end-to-end: control plane + kwok + real mysqld per pod.
+test-e2e: build cluster-tools mysql kustomize ## Local end-to-end: control plane + kwok + real mysqld per pod.
 	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager $(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 
 .PHONY: test-chainsaw
@@ -155,6 +155,27 @@ demo: build cluster-tools mysql ## The local cluster, the operator with its webh
 	  --repo-root $(CURDIR) \
 	  --sample config/samples/mysql_v1beta1_mysqlcluster.yaml --wait-ready 5m \
 	  $(DEMO_FLAGS)
+
+##@ Deploy without OLM (to the cluster KUBECONFIG names)
+
+ignore-not-found ?= true
+
+.PHONY: install
+install: manifests kustomize kubectl ## Install the CRDs (conversion needs the operator: see docs/install.md).
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests kustomize kubectl ## Remove the CRDs, and with them every MySQLCluster and MySQLBackup.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+.PHONY: deploy
+deploy: manifests kustomize kubectl ## Install the operator with kustomize (config/default, self-issued webhook certificates).
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize kubectl ## Remove what `make deploy` installed, CRDs included.
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) --wait=false -f -
 
 .PHONY: docker-build
 docker-build: ## Build the operator image (needs a container engine).

@@ -6,18 +6,23 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -30,6 +35,7 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/internal/version"
 	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/webhookcert"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -37,6 +43,7 @@ var scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	utilruntime.Must(mysqlv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(mysqlv1beta1.AddToScheme(scheme))
 	// +kubebuilder:scaffold:scheme
@@ -52,6 +59,7 @@ type options struct {
 	leaderElectionNS string
 	webhookCertDir   string
 	webhookPort      int
+	selfIssueCert    bool
 	enableWebhooks   bool
 	watchNamespaces  []string
 }
@@ -73,6 +81,8 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
 		"Folder holding tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
+	fs.BoolVar(&o.selfIssueCert, "self-issue-webhook-cert", false,
+		"Issue the webhook certificate and inject its CA (installs without OLM or cert-manager).")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -81,6 +91,11 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	// ENABLE_WEBHOOKS=false runs the manager without its webhook server (e.g. `make run`
 	// without certificates); the reconcilers apply defaults themselves, so nothing breaks.
 	o.enableWebhooks = os.Getenv("ENABLE_WEBHOOKS") != "false"
+	// In a pod, controller-runtime finds its namespace in the ServiceAccount mount; POD_NAMESPACE
+	// (downward API, set by config/default) says the same and also works where no mount exists.
+	if o.leaderElectionNS == "" {
+		o.leaderElectionNS = os.Getenv("POD_NAMESPACE")
+	}
 	// WATCH_NAMESPACE is set by OLM from olm.targetNamespaces; empty means all namespaces.
 	for ns := range strings.SplitSeq(os.Getenv("WATCH_NAMESPACE"), ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
@@ -97,9 +112,17 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	ctx := ctrl.SetupSignalHandler()
 	log.Info("Starting Dolphin", "version", version.Version, "gitCommit", version.GitCommit,
 		"webhooks", o.enableWebhooks, "watchNamespaces", o.watchNamespaces)
 
+	var certClient client.Client
+	if o.enableWebhooks && o.selfIssueCert {
+		if certClient, err = selfIssueWebhookCert(ctrl.LoggerInto(ctx, log), &o); err != nil {
+			log.Error(err, "Failed to issue the webhook certificate")
+			os.Exit(1)
+		}
+	}
 	mgr, err := newManager(o)
 	if err != nil {
 		log.Error(err, "Failed to create the manager")
@@ -138,7 +161,13 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("Starting the manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if o.enableWebhooks && o.selfIssueCert {
+		if err := mgr.Add(&webhookcert.Rotator{Client: certClient, Options: webhookCertOptions(o), Now: time.Now}); err != nil {
+			log.Error(err, "Failed to add the webhook certificate rotator")
+			os.Exit(1)
+		}
+	}
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
@@ -188,6 +217,34 @@ func newManager(o options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("while creating the manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// webhookCertOptions names what config/default installs: the operator's own certificate is
+// for that layout (OLM brings its own and never sets --self-issue-webhook-cert).
+func webhookCertOptions(o options) webhookcert.Options {
+	return webhookcert.Options{
+		Namespace:   os.Getenv("POD_NAMESPACE"),
+		ServiceName: "dolphin-webhook-service",
+		SecretName:  "dolphin-webhook-server-cert",
+		CertDir:     o.webhookCertDir,
+		Mutating:    "dolphin-mutating-webhook-configuration",
+		Validating:  "dolphin-validating-webhook-configuration",
+		CRDs:        []string{"mysqlclusters.mysql.dolphin-operator.io", "mysqlbackups.mysql.dolphin-operator.io"},
+	}
+}
+
+// selfIssueWebhookCert runs before the manager so the webhook server starts with a certificate
+// and the API server already trusts it. It returns the uncached client it used: the rotator
+// reads a handful of named objects once an hour, no reason to watch them all.
+func selfIssueWebhookCert(ctx context.Context, o *options) (client.Client, error) {
+	if o.webhookCertDir == "" {
+		o.webhookCertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+	}
+	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("while creating a client: %w", err)
+	}
+	return c, webhookcert.Ensure(ctx, c, webhookCertOptions(*o), time.Now())
 }
 
 // setupWebhooks registers the defaulting, validating and conversion webhooks.

@@ -1,23 +1,15 @@
 package resources
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"errors"
-	"fmt"
 	"io"
-	"math/big"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/pki"
 )
 
 // Lifetimes of operator-issued certificates, and how long before expiry they are renewed.
@@ -56,7 +48,7 @@ func TLSSecrets(c *mysqlv1beta1.MySQLCluster, existingCA, existingServer *corev1
 	names := ServerDNSNames(c)
 	server := keepServer(existingServer, ca, names, now)
 	if server == nil {
-		if server, err = issueServer(ca, names, now, random); err != nil {
+		if server, err = pki.IssueServer(ca, names, now, ServerLifetime, random); err != nil {
 			return TLSResult{}, err
 		}
 	}
@@ -65,12 +57,12 @@ func TLSSecrets(c *mysqlv1beta1.MySQLCluster, existingCA, existingServer *corev1
 	}
 	res := TLSResult{
 		CA: &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(CASecretName(c)),
-			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{KeyCACert: ca.certPEM, KeyCAKey: ca.keyPEM}},
+			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{KeyCACert: ca.CertPEM, KeyCAKey: ca.KeyPEM}},
 		Server: &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(TLSSecretName(c)),
-			Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: server.certPEM,
-				corev1.TLSPrivateKeyKey: server.keyPEM, KeyCACert: ca.certPEM}},
+			Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: server.CertPEM,
+				corev1.TLSPrivateKeyKey: server.KeyPEM, KeyCACert: ca.CertPEM}},
 	}
-	res.RenewAt = earliest(ca.cert.NotAfter.Add(-RenewBefore), server.cert.NotAfter.Add(-RenewBefore))
+	res.RenewAt = earliest(ca.Cert.NotAfter.Add(-RenewBefore), server.Cert.NotAfter.Add(-RenewBefore))
 	return res, nil
 }
 
@@ -86,104 +78,24 @@ func ServerDNSNames(c *mysqlv1beta1.MySQLCluster) []string {
 	return append(names, "*."+h, "*."+h+".cluster.local")
 }
 
-type keyPair struct {
-	cert            *x509.Certificate
-	key             *ecdsa.PrivateKey
-	certPEM, keyPEM []byte
-}
-
-func keepOrNewCA(c *mysqlv1beta1.MySQLCluster, s *corev1.Secret, now time.Time, random io.Reader) (*keyPair, error) {
+func keepOrNewCA(c *mysqlv1beta1.MySQLCluster, s *corev1.Secret, now time.Time, random io.Reader) (*pki.KeyPair, error) {
 	if s != nil {
-		if kp, err := parsePair(s.Data[KeyCACert], s.Data[KeyCAKey]); err == nil &&
-			kp.cert.IsCA && now.Before(kp.cert.NotAfter.Add(-RenewBefore)) {
+		if kp, ok := pki.UsableCA(s.Data[KeyCACert], s.Data[KeyCAKey], now, RenewBefore); ok {
 			return kp, nil
 		}
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), random)
-	if err != nil {
-		return nil, fmt.Errorf("while generating the CA key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(random), Subject: pkix.Name{CommonName: c.Namespace + "/" + c.Name + " MySQL CA", Organization: []string{"Dolphin"}},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(CALifetime), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	return sign(tmpl, tmpl, key, key, random)
+	return pki.NewCA(c.Namespace+"/"+c.Name+" MySQL CA", now, CALifetime, random)
 }
 
 // keepServer returns the existing server pair if it is still good for these names and
 // CA; nil (missing, unreadable, expiring, signed by another CA, a name missing) means a
 // new one is issued.
-func keepServer(s *corev1.Secret, ca *keyPair, names []string, now time.Time) *keyPair {
+func keepServer(s *corev1.Secret, ca *pki.KeyPair, names []string, now time.Time) *pki.KeyPair {
 	if s == nil {
 		return nil
 	}
-	kp, err := parsePair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
-	if err != nil || kp.cert.CheckSignatureFrom(ca.cert) != nil || !now.Before(kp.cert.NotAfter.Add(-RenewBefore)) {
-		return nil
-	}
-	for _, n := range names {
-		if !slices.Contains(kp.cert.DNSNames, n) {
-			return nil
-		}
-	}
+	kp, _ := pki.UsableServer(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], ca, names, now, RenewBefore)
 	return kp
-}
-
-func issueServer(ca *keyPair, names []string, now time.Time, random io.Reader) (*keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), random)
-	if err != nil {
-		return nil, fmt.Errorf("while generating the server key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(random), Subject: pkix.Name{CommonName: names[0], Organization: []string{"Dolphin"}},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(ServerLifetime), DNSNames: names,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	return sign(tmpl, ca.cert, key, ca.key, random)
-}
-
-func sign(tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey, random io.Reader) (*keyPair, error) {
-	der, err := x509.CreateCertificate(random, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		return nil, fmt.Errorf("while signing %s: %w", tmpl.Subject.CommonName, err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("while encoding a key: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("while parsing a new certificate: %w", err)
-	}
-	return &keyPair{cert: cert, key: key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}, nil
-}
-
-func parsePair(certPEM, keyPEM []byte) (*keyPair, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, errors.New("no PEM certificate or key")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("while parsing a certificate: %w", err)
-	}
-	key, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("while parsing a key: %w", err)
-	}
-	return &keyPair{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM}, nil
-}
-
-func serial(random io.Reader) *big.Int {
-	b := make([]byte, 16)
-	_, _ = io.ReadFull(random, b)
-	b[0] &= 0x7f
-	return new(big.Int).SetBytes(b)
 }
 
 func earliest(a, b time.Time) time.Time {

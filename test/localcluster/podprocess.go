@@ -1,0 +1,157 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// ServiceAccountKubeconfig writes a kubeconfig that authenticates as the cluster admin and
+// impersonates the ServiceAccount namespace/name with the groups the API server gives
+// ServiceAccount tokens, so a process using it gets exactly the ServiceAccount's RBAC: what
+// a role forgets to grant is forbidden, as it would be in a real pod.
+func (c *Cluster) ServiceAccountKubeconfig(namespace, name string) (string, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{
+		Server:                   "https://127.0.0.1:" + apiServerPort,
+		CertificateAuthorityData: c.pki.ca.CertPEM,
+	}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: c.pki.admin.CertPEM,
+		ClientKeyData:         c.pki.admin.KeyPEM,
+		Impersonate:           "system:serviceaccount:" + namespace + ":" + name,
+		ImpersonateGroups:     []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "sa"}
+	kc.CurrentContext = "local"
+	path := filepath.Join(c.cfg.Dir, "kubeconfig-sa-"+namespace+"-"+name)
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return "", fmt.Errorf("while writing the ServiceAccount kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
+// RunAsPod runs binary in the place of one container of a (fake) pod: with the container's
+// arguments, its environment resolved as the kubelet would (values and downward-API field
+// references), each volume mount replaced by a folder of its own (in arguments and values
+// alike), and KUBECONFIG acting as the pod's ServiceAccount. The pod must have its IP: the
+// process then answers for the pod inside the harness's network namespace.
+func (c *Cluster) RunAsPod(pod *corev1.Pod, container, binary string) (*Process, error) {
+	var ctr *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == container {
+			ctr = &pod.Spec.Containers[i]
+		}
+	}
+	if ctr == nil {
+		return nil, fmt.Errorf("pod %s/%s has no container %q", pod.Namespace, pod.Name, container)
+	}
+	if pod.Status.PodIP == "" {
+		return nil, fmt.Errorf("pod %s/%s has no IP yet", pod.Namespace, pod.Name)
+	}
+	root := filepath.Join(c.cfg.Dir, "pods", pod.Namespace+"_"+pod.Name, container)
+	var replacer []string
+	for _, m := range ctr.VolumeMounts {
+		dir := filepath.Join(root, "volumes", m.Name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("while creating %s: %w", dir, err)
+		}
+		replacer = append(replacer, m.MountPath, dir)
+	}
+	mounts := strings.NewReplacer(replacer...)
+	env, err := podEnv(pod, ctr, mounts)
+	if err != nil {
+		return nil, err
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	kubeconfig, err := c.ServiceAccountKubeconfig(pod.Namespace, sa)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, "KUBECONFIG="+kubeconfig, "TMPDIR="+root)
+	args := make([]string, len(ctr.Args))
+	for i, a := range ctr.Args {
+		args[i] = mounts.Replace(a)
+	}
+	return c.Run(pod.Name+"-"+container, binary, env, args...)
+}
+
+var fieldKey = regexp.MustCompile(`^metadata\.(annotations|labels)\['([^']+)'\]$`)
+
+// podEnv resolves a container's environment the way the kubelet does for what fake pods can
+// have: literal values and downward-API field references.
+func podEnv(pod *corev1.Pod, ctr *corev1.Container, mounts *strings.Replacer) ([]string, error) {
+	var env []string
+	for _, e := range ctr.Env {
+		value := mounts.Replace(e.Value)
+		if e.ValueFrom != nil {
+			if e.ValueFrom.FieldRef == nil {
+				return nil, fmt.Errorf("env %s of %s: only values and fieldRef are supported here", e.Name, ctr.Name)
+			}
+			path := e.ValueFrom.FieldRef.FieldPath
+			switch path {
+			case "metadata.namespace":
+				value = pod.Namespace
+			case "metadata.name":
+				value = pod.Name
+			case "status.podIP":
+				value = pod.Status.PodIP
+			case "spec.serviceAccountName":
+				value = pod.Spec.ServiceAccountName
+			case "spec.nodeName":
+				value = pod.Spec.NodeName
+			default:
+				m := fieldKey.FindStringSubmatch(path)
+				if m == nil {
+					return nil, fmt.Errorf("env %s of %s: field %q is not supported here", e.Name, ctr.Name, path)
+				}
+				if m[1] == "annotations" {
+					value = pod.Annotations[m[2]]
+				} else {
+					value = pod.Labels[m[2]]
+				}
+			}
+		}
+		env = append(env, e.Name+"="+value)
+	}
+	return env, nil
+}
+
+// PodOf waits for a pod matching the selector in namespace to have an IP and returns it.
+func (c *Cluster) PodOf(ctx context.Context, namespace string, selector map[string]string) (*corev1.Pod, error) {
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("while creating a client: %w", err)
+	}
+	var found *corev1.Pod
+	err = c.waitFor(ctx, fmt.Sprintf("a pod %v in %s with an IP", selector, namespace), 2*time.Minute,
+		func(ctx context.Context) (bool, error) {
+			pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+				LabelSelector: labels.SelectorFromSet(selector).String()})
+			if err != nil {
+				return false, nil //nolint:nilerr // transient: keep polling until the timeout
+			}
+			for i := range pods.Items {
+				if p := &pods.Items[i]; p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+					found = p
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	return found, err
+}
