@@ -33,6 +33,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/controllers"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/internal/topology"
 	"github.com/dolphin-operator/dolphin/internal/version"
 	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/webhookcert"
@@ -60,6 +61,7 @@ type options struct {
 	webhookCertDir   string
 	webhookPort      int
 	selfIssueCert    bool
+	mysqlAddresses   string
 	enableWebhooks   bool
 	watchNamespaces  []string
 }
@@ -81,12 +83,17 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
 		"Folder holding tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
+	fs.StringVar(&o.mysqlAddresses, "mysql-addresses", string(topology.AddressDNS),
+		"How the operator and replicas reach instances: dns (the headless Service's names) or pod-ip.")
 	fs.BoolVar(&o.selfIssueCert, "self-issue-webhook-cert", false,
 		"Issue the webhook certificate and inject its CA (installs without OLM or cert-manager).")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, nil, err
+	}
+	if a := topology.Addresses(o.mysqlAddresses); a != topology.AddressDNS && a != topology.AddressPodIP {
+		return o, nil, fmt.Errorf("--mysql-addresses: %q is neither %q nor %q", o.mysqlAddresses, topology.AddressDNS, topology.AddressPodIP)
 	}
 	// ENABLE_WEBHOOKS=false runs the manager without its webhook server (e.g. `make run`
 	// without certificates); the reconcilers apply defaults themselves, so nothing breaks.
@@ -133,7 +140,8 @@ func main() {
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("dolphin-operator"),
 		Images:   resources.ImagesFromEnv(os.Getenv),
-		Topology: controllers.NoTopology{},
+		Topology: &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("dolphin-operator"),
+			Addresses: topology.Addresses(o.mysqlAddresses)},
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Failed to set up the MySQLCluster controller")
 		os.Exit(1)

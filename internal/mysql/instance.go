@@ -70,6 +70,8 @@ type Instance interface {
 	ConfigureReplica(ctx context.Context, o ReplicaOptions) error
 	Clone(ctx context.Context, o CloneOptions) error
 	SetSuperReadOnly(ctx context.Context, on bool) error
+	// StopReplication stops both threads (all=true) or only the receiver (all=false).
+	StopReplication(ctx context.Context, all bool) error
 	KillConnections(ctx context.Context, exceptUsers ...string) error
 	WaitForGTID(ctx context.Context, set string, timeout time.Duration) error
 	GTIDSubtract(ctx context.Context, a, b string) (string, error)

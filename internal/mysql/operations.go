@@ -144,6 +144,15 @@ func (i *instance) SetSuperReadOnly(ctx context.Context, on bool) error {
 	return i.execAll(ctx, "SET GLOBAL super_read_only = OFF", "SET GLOBAL read_only = OFF")
 }
 
+// StopReplication stops the receiver, so that nothing more arrives (and no acknowledgement
+// leaves), or both threads, so that nothing more is applied either.
+func (i *instance) StopReplication(ctx context.Context, all bool) error {
+	if all {
+		return i.Exec(ctx, "STOP REPLICA")
+	}
+	return i.Exec(ctx, "STOP REPLICA IO_THREAD")
+}
+
 // KillConnections ends every client session except the listed users' (the operator's,
 // replication's): after fencing, a session that began a transaction before
 // super_read_only could otherwise still commit it.
@@ -208,6 +217,12 @@ func (i *instance) Clone(ctx context.Context, o CloneOptions) error {
 		return err
 	}
 	if err := i.Exec(ctx, fmt.Sprintf("SET GLOBAL clone_valid_donor_list = %s", quote(fmt.Sprintf("%s:%d", o.DonorHost, o.DonorPort)))); err != nil {
+		return err
+	}
+	// CLONE refuses to run under super_read_only. The recipient keeps read_only (no
+	// ordinary client can write) and is out of every Service; its data is replaced and it
+	// restarts fenced by its configuration.
+	if err := i.execAll(ctx, "STOP REPLICA", "SET GLOBAL read_only = ON", "SET GLOBAL super_read_only = OFF"); err != nil {
 		return err
 	}
 	if err := i.Exec(ctx, cloneFrom(o)); err != nil && !restarting(err) {

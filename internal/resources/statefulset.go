@@ -203,17 +203,17 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 }
 
 // initScript initialises an empty data volume: mysqld --initialize with an init file that
-// sets the root password and lets root connect over TCP (the operator does). Accounts made
-// here are not in the binary log, so a new instance's gtid_executed is empty. A volume
-// that has data is left alone. Passwords come from CredentialsSecret's alphabet, which
-// needs no quoting in SQL.
+// sets the root password, lets root connect over TCP, and creates the operator's accounts
+// (AccountsSQL). Accounts made here are not in the binary log, so a new instance's
+// gtid_executed is empty. A volume that has data is left alone. Passwords come from
+// CredentialsSecret's alphabet, which needs no quoting in SQL.
 const initScript = `set -eu
 if [ -d ` + DataDir + `/mysql ]; then echo "data folder already initialised"; exit 0; fi
 cat > ` + TmpDir + `/init.sql <<SQL
 ALTER USER 'root'@'localhost' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
 CREATE USER 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
 GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;
-SQL
+` + AccountsSQL + `SQL
 exec mysqld --no-defaults --initialize-insecure --datadir=` + DataDir + ` --init-file=` + TmpDir + `/init.sql --log-error-verbosity=2
 `
 
@@ -222,7 +222,8 @@ func initContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
 		Name:    "init",
 		Image:   img.MySQLImage(c),
 		Command: []string{"sh", "-c", initScript},
-		Env:     []corev1.EnvVar{secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword)},
+		Env: append([]corev1.EnvVar{secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword)},
+			accountEnv(c)...),
 		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: DataDir}, {Name: "run", MountPath: RunDir},
 			{Name: "tmp", MountPath: TmpDir}},
 		Resources:       c.Spec.Resources,
@@ -234,7 +235,7 @@ func exporterContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Containe
 	return corev1.Container{
 		Name:  "exporter",
 		Image: img.ExporterImage(c),
-		Args:  []string{"--mysqld.address=127.0.0.1:3306", "--mysqld.username=exporter"},
+		Args:  []string{"--mysqld.address=127.0.0.1:3306", "--mysqld.username=" + ExporterUser},
 		Env:   []corev1.EnvVar{secretEnv("MYSQLD_EXPORTER_PASSWORD", CredentialsSecretName(c), KeyExporterPassword)},
 		Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: ExporterPort, Protocol: corev1.ProtocolTCP}},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{

@@ -72,8 +72,8 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	require.Equal(t, mysqlv1beta1.PhaseReady, c.Status.Phase)
 	require.Equal(t, c.Generation, c.Status.ObservedGeneration)
 	require.Equal(t, "db-primary."+ns+".svc:3306", c.Status.Endpoints.Primary)
-	ready := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionReady)
-	require.Contains(t, ready.Message, "Kubernetes readiness only", "with no topology manager, Ready says what it means")
+	require.Equal(t, "db-0", c.Status.CurrentPrimary, "the first election picks the lowest index among equals")
+	require.True(t, meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy))
 	pods := &corev1.PodList{}
 	require.NoError(t, k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(resources.SelectorLabels(c))))
 	require.Len(t, pods.Items, 3)

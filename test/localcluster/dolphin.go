@@ -6,6 +6,9 @@ import (
 	"io"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
 
@@ -48,7 +51,13 @@ func StartDolphin(ctx context.Context, o DolphinOptions) (*Dolphin, error) {
 		return nil, err
 	}
 	d := &Dolphin{Cluster: c}
-	if d.Runner, err = c.StartPodRunner(PodRunnerOptions{MySQL: mysql, Log: o.Log}); err != nil {
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("while creating a client: %w", err)
+	}
+	if d.Runner, err = c.StartPodRunner(PodRunnerOptions{MySQL: mysql, Log: o.Log, Init: dolphinInit(cs),
+		ExtraArgs: func(*corev1.Pod) []string { return dolphinMySQLArgs }}); err != nil {
 		c.Stop()
 		return nil, err
 	}
@@ -56,7 +65,9 @@ func StartDolphin(ctx context.Context, o DolphinOptions) (*Dolphin, error) {
 		return d, nil
 	}
 	d.Operator, err = c.StartOperator(ctx, OperatorOptions{
-		Binary:           o.Manager,
+		Binary: o.Manager,
+		// No cluster DNS here: instances are reached at their pod IPs.
+		Args:             []string{"--mysql-addresses=pod-ip"},
 		WebhookManifests: filepath.Join(o.RepoRoot, "config", "webhook", "manifests.yaml"),
 		ConversionCRDs:   []string{"mysqlclusters.mysql.dolphin-operator.io", "mysqlbackups.mysql.dolphin-operator.io"},
 		Ready:            ProbeDolphinWebhooks(c.RESTConfig()),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ type PodRunnerOptions struct {
 	Selector string
 	// ExtraArgs returns more mysqld options for a pod (after the runner's own).
 	ExtraArgs func(*corev1.Pod) []string
+	// Init runs once on a pod's new data folder, after its mysqld first started, as an
+	// init container would have prepared it (accounts, say).
+	Init func(context.Context, *corev1.Pod, *mysqld.Instance) error
 	// Log receives one line per start, exit and stop; default: discarded.
 	Log io.Writer
 }
@@ -144,7 +148,8 @@ func (r *PodRunner) start(ctx context.Context, pod *corev1.Pod) (*mysqld.Instanc
 	}
 	fmt.Fprintf(r.opts.Log, "podrunner: starting mysqld for %s/%s on %s:%d (%s)\n",
 		pod.Namespace, pod.Name, pod.Status.PodIP, MySQLPort, dir)
-	return r.opts.MySQL.Start(ctx, mysqld.Options{
+	_, statErr := os.Stat(filepath.Join(dir, "data", "mysql.ibd"))
+	inst, err := r.opts.MySQL.Start(ctx, mysqld.Options{
 		Dir:        dir,
 		Address:    pod.Status.PodIP,
 		Port:       MySQLPort,
@@ -155,6 +160,13 @@ func (r *PodRunner) start(ctx context.Context, pod *corev1.Pod) (*mysqld.Instanc
 		ExtraArgs:  extra,
 		Log:        r.opts.Log,
 	})
+	if err != nil || r.opts.Init == nil || statErr == nil {
+		return inst, err
+	}
+	if err := r.opts.Init(ctx, pod, inst); err != nil {
+		return inst, fmt.Errorf("while initialising the data folder of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return inst, nil
 }
 
 // dataDir is <volume>/mysql for the pod's first claim, else a folder of the pod's own.

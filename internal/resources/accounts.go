@@ -1,0 +1,72 @@
+package resources
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// MySQL accounts every instance has from its first start. They are created while the data
+// folder is initialised, outside the binary log, so they are no transaction any instance
+// would lack; CLONE copies them with the rest of the data.
+const (
+	// AdminUser is the operator's own account: it configures replication and fences.
+	AdminUser = "dolphin-admin"
+	// ReplicationUser is what replicas (and clone recipients) connect to their source as.
+	ReplicationUser = "dolphin-repl"
+	// ExporterUser is the metrics exporter's read-only account.
+	ExporterUser = "dolphin-exporter"
+	// BackupUser takes logical backups.
+	BackupUser = "dolphin-backup"
+)
+
+// accountVars maps each init-container variable to the credentials key it comes from.
+var accountVars = []struct{ env, key string }{
+	{"DOLPHIN_ADMIN_PASSWORD", KeyAdminPassword},
+	{"DOLPHIN_REPLICATION_PASSWORD", KeyReplicationPassword},
+	{"DOLPHIN_EXPORTER_PASSWORD", KeyExporterPassword},
+	{"DOLPHIN_BACKUP_PASSWORD", KeyBackupPassword},
+}
+
+// AccountsSQL creates the operator's accounts. ${VARIABLES} name the init container's
+// environment (AccountEnv); the shell expands them there. Passwords come from
+// CredentialsSecret's alphabet, which needs no quoting in SQL.
+const AccountsSQL = `CREATE USER IF NOT EXISTS '` + AdminUser + `'@'%' IDENTIFIED BY '${DOLPHIN_ADMIN_PASSWORD}';
+GRANT ALL PRIVILEGES ON *.* TO '` + AdminUser + `'@'%' WITH GRANT OPTION;
+CREATE USER IF NOT EXISTS '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PASSWORD}';
+GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + ReplicationUser + `'@'%';
+CREATE USER IF NOT EXISTS '` + ExporterUser + `'@'%' IDENTIFIED BY '${DOLPHIN_EXPORTER_PASSWORD}' WITH MAX_USER_CONNECTIONS 3;
+GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO '` + ExporterUser + `'@'%';
+CREATE USER IF NOT EXISTS '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}';
+GRANT SELECT, SHOW VIEW, TRIGGER, LOCK TABLES, EVENT, RELOAD, PROCESS, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + BackupUser + `'@'%';
+`
+
+// AccountStatements splits AccountsSQL into statements with the variables expanded by
+// lookup (for a harness that plays the init container).
+func AccountStatements(lookup func(string) string) []string {
+	var out []string
+	for s := range strings.SplitSeq(AccountsSQL, ";\n") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, expandVars(s, lookup))
+		}
+	}
+	return out
+}
+
+func expandVars(s string, lookup func(string) string) string {
+	for _, v := range accountVars {
+		s = strings.ReplaceAll(s, "${"+v.env+"}", lookup(v.env))
+	}
+	return s
+}
+
+// accountEnv gives the init container the passwords AccountsSQL uses.
+func accountEnv(c *mysqlv1beta1.MySQLCluster) []corev1.EnvVar {
+	env := make([]corev1.EnvVar, 0, len(accountVars))
+	for _, v := range accountVars {
+		env = append(env, secretEnv(v.env, CredentialsSecretName(c), v.key))
+	}
+	return env
+}

@@ -1,0 +1,158 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// CatchUpTimeout bounds how long a promotion waits for the candidate to apply what it
+// received; past it the pass fails and the next one decides again.
+const CatchUpTimeout = 30 * time.Second
+
+// act carries the decision's actions out in order and stops at the first failure. Each
+// step is idempotent: the next pass, which gathers afresh, finishes an interrupted one.
+func (m *Manager) act(ctx context.Context, cl *cluster, d Decision) error {
+	for _, a := range d.Actions {
+		if err := m.do(ctx, cl, a); err != nil {
+			return fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
+	t := cl.handles[a.Target]
+	if t == nil {
+		return fmt.Errorf("no connection to %s", a.Target)
+	}
+	switch a.Kind {
+	case ActBootstrap:
+		if err := m.recordPrimary(ctx, cl, a.Target); err != nil {
+			return err
+		}
+		return t.ConfigurePrimary(ctx, primaryOptions(cl))
+	case ActFence:
+		return fence(ctx, t)
+	case ActIsolate:
+		if err := t.StopReplication(ctx, true); err != nil {
+			return err
+		}
+		return fence(ctx, t)
+	case ActFreeze:
+		return t.StopReplication(ctx, false)
+	case ActPromote:
+		if a.Failover {
+			cl.superseded, cl.failedPrimary = cl.obj.Spec.Primary, a.From
+		}
+		return m.promote(ctx, cl, t, a.Target, a.WaitFor)
+	case ActConfigurePrimary:
+		return t.ConfigurePrimary(ctx, primaryOptions(cl))
+	case ActConfigureReplica:
+		return t.ConfigureReplica(ctx, m.replicaOptions(cl, a.From))
+	case ActClone:
+		pod := cl.pods[a.From]
+		if pod == nil {
+			return fmt.Errorf("donor %s has no pod", a.From)
+		}
+		return t.Clone(ctx, mysql.CloneOptions{DonorHost: m.Addresses.Host(cl.obj, pod), DonorPort: resources.MySQLPort,
+			User: resources.ReplicationUser, Password: cl.replicaPassword, TLS: tlsEnabled(cl)})
+	case ActSwitchover:
+		return m.switchover(ctx, cl, t, a)
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// fence makes an instance read-only for everyone and ends the sessions that could still
+// commit a transaction begun before.
+func fence(ctx context.Context, t mysql.Instance) error {
+	if err := t.SetSuperReadOnly(ctx, true); err != nil {
+		return err
+	}
+	return t.KillConnections(ctx, resources.AdminUser, resources.ReplicationUser)
+}
+
+// promote waits until the candidate has applied wait, records it as primary (the point of
+// no return) and makes it writable.
+func (m *Manager) promote(ctx context.Context, cl *cluster, t mysql.Instance, name string, wait gtid.Set) error {
+	if !wait.IsEmpty() {
+		if err := t.WaitForGTID(ctx, wait.String(), CatchUpTimeout); err != nil {
+			return err
+		}
+	}
+	if err := m.recordPrimary(ctx, cl, name); err != nil {
+		return err
+	}
+	return t.ConfigurePrimary(ctx, primaryOptions(cl))
+}
+
+// switchover fences the old primary, reads what it executed (after the fence nothing more
+// can commit), lets the target apply it, promotes the target and makes the old primary its
+// replica. The other replicas follow on the next pass.
+func (m *Manager) switchover(ctx context.Context, cl *cluster, t mysql.Instance, a Action) error {
+	old := cl.handles[a.From]
+	if old == nil {
+		return fmt.Errorf("no connection to %s", a.From)
+	}
+	if err := fence(ctx, old); err != nil {
+		return err
+	}
+	st, err := old.Status(ctx)
+	if err != nil {
+		return err
+	}
+	set, err := gtid.Parse(st.GTIDExecuted)
+	if err != nil {
+		return err
+	}
+	if err := m.promote(ctx, cl, t, a.Target, set); err != nil {
+		return err
+	}
+	return old.ConfigureReplica(ctx, m.replicaOptions(cl, a.Target))
+}
+
+func primaryOptions(cl *cluster) mysql.PrimaryOptions {
+	c := cl.obj
+	o := mysql.PrimaryOptions{SemiSync: semiSync(c), WaitForReplicaCount: 1, Timeout: 24 * time.Hour}
+	if w := c.Spec.Replication.SemiSync.WaitForReplicaCount; w != nil {
+		o.WaitForReplicaCount = min(int(*w), len(cl.names)-1)
+	}
+	if to := c.Spec.Replication.SemiSync.Timeout; to != nil {
+		o.Timeout = to.Duration
+	}
+	return o
+}
+
+func (m *Manager) replicaOptions(cl *cluster, source string) mysql.ReplicaOptions {
+	host := ""
+	if pod := cl.pods[source]; pod != nil {
+		host = m.Addresses.Host(cl.obj, pod)
+	}
+	return mysql.ReplicaOptions{SourceHost: host, SourcePort: resources.MySQLPort, User: resources.ReplicationUser,
+		Password: cl.replicaPassword, SemiSync: semiSync(cl.obj), TLS: tlsEnabled(cl)}
+}
+
+// semiSync is whether semi-sync should be on: enabled, and there are replicas to wait for.
+func semiSync(c *mysqlv1beta1.MySQLCluster) bool {
+	return (c.Spec.Replication.SemiSync.Enabled == nil || *c.Spec.Replication.SemiSync.Enabled) && *c.Spec.Instances > 1
+}
+
+func tlsEnabled(cl *cluster) bool {
+	return cl.obj.Spec.TLS.Enabled == nil || *cl.obj.Spec.TLS.Enabled
+}
+
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

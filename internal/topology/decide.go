@@ -1,0 +1,334 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Reasons, for the ReplicationHealthy condition and events.
+const (
+	ReasonHealthy            = "ReplicationHealthy"
+	ReasonWaiting            = "WaitingForInstances"
+	ReasonBootstrap          = "Bootstrap"
+	ReasonDiverged           = "InstancesDiverged"
+	ReasonPrimaryUnreachable = "PrimaryUnavailable"
+	ReasonFailover           = "Failover"
+	ReasonFailoverDisabled   = "FailoverDisabled"
+	ReasonNoCandidate        = "NoFailoverCandidate"
+	ReasonSwitchover         = "Switchover"
+	ReasonSwitchoverBlocked  = "SwitchoverBlocked"
+	ReasonRogueWriter        = "RogueWriterFenced"
+	ReasonErrant             = "ErrantTransactions"
+	ReasonCloning            = "Cloning"
+	ReasonReplicaDown        = "InstanceUnreachable"
+	ReasonReplicationBroken  = "ReplicationBroken"
+	ReasonConfiguring        = "Configuring"
+)
+
+// Decide is the whole policy: from what gather read, the state of the cluster and the actions
+// that move it one step towards health. It is pure; every rule is a named case in
+// decide_test.go.
+func Decide(in Input) Decision {
+	byName := map[string]*Instance{}
+	for i := range in.Instances {
+		byName[in.Instances[i].Name] = &in.Instances[i]
+	}
+	if in.Primary == "" {
+		return bootstrap(in)
+	}
+	p := byName[in.Primary]
+	if p == nil || !p.Reachable {
+		return primaryDown(in, p)
+	}
+	return primaryUp(in, p)
+}
+
+// bootstrap elects the first primary: only once every instance answers (a new cluster's
+// instances start together), and only an instance that holds every transaction any other
+// holds, so that none becomes errant.
+func bootstrap(in Input) Decision {
+	d := Decision{Roles: roles(in, RoleNone)}
+	var down []string
+	for _, i := range in.Instances {
+		if !i.Reachable {
+			down = append(down, i.Name+" ("+i.Error+")")
+		}
+	}
+	if len(in.Instances) == 0 || len(down) > 0 {
+		d.State, d.Reason = StateIncomplete, ReasonWaiting
+		d.Message = "waiting for every instance to answer before electing the first primary: " + strings.Join(down, ", ")
+		d.RequeueAfter = 2 * time.Second
+		return d
+	}
+	cand := mostAdvanced(in.Instances, in.Desired)
+	if cand == nil {
+		d.State, d.Reason = StateErrant, ReasonDiverged
+		d.Message = "no instance holds every transaction the others hold; choose the primary and re-clone the others by hand"
+		return d
+	}
+	d.State, d.Reason, d.Primary = StateBootstrapping, ReasonBootstrap, cand.Name
+	d.Message = "electing " + cand.Name + " as the first primary"
+	d.Actions = []Action{{Kind: ActBootstrap, Target: cand.Name}}
+	d.Roles[cand.Name] = RolePrimary
+	return d
+}
+
+// mostAdvanced returns the instance whose transactions (executed and received) include every
+// other's; preferred wins ties, then the lowest index. nil when histories diverged.
+func mostAdvanced(instances []Instance, preferred string) *Instance {
+	var best *Instance
+	for k := range instances {
+		c := &instances[k]
+		covers := true
+		for _, o := range instances {
+			if !c.has().Contains(o.has()) {
+				covers = false
+				break
+			}
+		}
+		if !covers {
+			continue
+		}
+		if best == nil || c.Name == preferred {
+			best = c
+		}
+	}
+	return best
+}
+
+// primaryDown handles a recorded primary that does not answer (or no longer exists):
+// wait out the detection delay, freeze every replica's receiver, then promote the replica
+// that received the most, after it has applied all of it.
+func primaryDown(in Input, p *Instance) Decision {
+	d := Decision{Roles: roles(in, RoleNone)}
+	name := in.Primary
+	if p != nil && !in.FailoverEnabled {
+		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, ReasonFailoverDisabled, name
+		d.Message = fmt.Sprintf("primary %s is unreachable (%s) and automatic failover is disabled", name, p.Error)
+		d.RequeueAfter = 5 * time.Second
+		markReplicas(in, &d, name)
+		return d
+	}
+	if p != nil && p.UnreachableFor < in.DetectionDelay {
+		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, ReasonPrimaryUnreachable, name
+		d.Roles[name] = RolePrimary
+		d.Message = fmt.Sprintf("primary %s unreachable for %s (%s); failover after %s", name,
+			p.UnreachableFor.Round(time.Millisecond), p.Error, in.DetectionDelay)
+		d.RequeueAfter = in.DetectionDelay - p.UnreachableFor
+		markReplicas(in, &d, name)
+		return d
+	}
+	var cands []Instance
+	for _, i := range in.Instances {
+		// A writable instance other than the primary took writes nobody replicated: never a
+		// candidate. So is an instance that never replicated (an empty new one).
+		if i.Name != name && i.Reachable && !i.Writable && i.Received != nil {
+			cands = append(cands, i)
+		}
+	}
+	d.State, d.Reason = StateFailover, ReasonFailover
+	if len(cands) == 0 {
+		d.State, d.Reason = StateLost, ReasonNoCandidate
+		d.Message = fmt.Sprintf("primary %s is lost and no replica can replace it", name)
+		d.RequeueAfter = 5 * time.Second
+		return d
+	}
+	var freeze []Action
+	for _, c := range cands {
+		if c.IORunning {
+			freeze = append(freeze, Action{Kind: ActFreeze, Target: c.Name})
+		}
+	}
+	if len(freeze) > 0 {
+		d.Actions, d.Primary = freeze, name
+		d.Message = fmt.Sprintf("primary %s lost: stopping every replica's receiver before choosing a successor", name)
+		d.RequeueAfter = time.Millisecond
+		return d
+	}
+	best := mostAdvanced(cands, in.Desired)
+	if best == nil {
+		d.State, d.Reason = StateErrant, ReasonDiverged
+		d.Message = fmt.Sprintf("primary %s lost and the replicas received diverging transactions; promote one by hand", name)
+		return d
+	}
+	d.Primary = best.Name
+	d.Roles[best.Name] = RolePrimary
+	d.Actions = []Action{{Kind: ActPromote, Target: best.Name, From: name, WaitFor: best.has(), Failover: true}}
+	d.Message = fmt.Sprintf("primary %s lost: promoting %s (%d transactions)", name, best.Name, best.has().Count())
+	d.RequeueAfter = time.Millisecond
+	return d
+}
+
+// markReplicas keeps the replicas that still replicate in the replicas Service while the
+// primary is only briefly away.
+func markReplicas(in Input, d *Decision, primary string) {
+	for _, i := range in.Instances {
+		if i.Name != primary && i.Reachable && i.Source == primary && i.SQLRunning && !i.Writable {
+			d.Roles[i.Name] = RoleReplica
+		}
+	}
+}
+
+// primaryUp handles a reachable recorded primary: fence anyone else writable, finish a
+// promotion or a switchover, then make every replica replicate from it.
+func primaryUp(in Input, p *Instance) Decision {
+	d := Decision{Primary: p.Name, Roles: roles(in, RoleNone), State: StateHealthy, Reason: ReasonHealthy}
+	var notes []string
+	for _, i := range in.Instances {
+		if i.Name != p.Name && i.Reachable && i.Writable {
+			d.Actions = append(d.Actions, Action{Kind: ActFence, Target: i.Name})
+			d.State, d.Reason = StateDegraded, ReasonRogueWriter
+			notes = append(notes, i.Name+" was writable and has been fenced")
+		}
+	}
+	if !p.Writable || p.Source != "" {
+		d.Actions = append(d.Actions, promote(in, p))
+		d.State, d.Reason = StateFailover, ReasonConfiguring
+		d.Message = "making " + p.Name + " writable once it has applied everything it received"
+		d.Roles[p.Name] = RolePrimary
+		d.RequeueAfter = time.Millisecond
+		return d
+	}
+	d.Roles[p.Name] = RolePrimary
+	if p.SemiSyncSource != in.SemiSync {
+		d.Actions = append(d.Actions, Action{Kind: ActConfigurePrimary, Target: p.Name})
+	}
+	if sw, ok := switchover(in, p, &d); ok {
+		d.Actions = append(d.Actions, sw...)
+		markReplicas(in, &d, p.Name)
+		d.Roles[p.Name], d.Roles[sw[0].Target] = RoleNone, RolePrimary
+		return d
+	}
+	// A blocked switchover's note comes first; a worse state found below still wins.
+	if d.Message != "" {
+		notes = append([]string{d.Message}, notes...)
+	}
+	notes = append(notes, replicas(in, p, &d)...)
+	d.Message = strings.Join(notes, "; ")
+	if len(d.Actions) > 0 && d.RequeueAfter == 0 {
+		d.RequeueAfter = time.Second
+	}
+	d.Healthy = d.State == StateHealthy && len(d.Actions) == 0
+	if d.Healthy {
+		d.Message = fmt.Sprintf("%s is primary; %d replicas replicate from it", p.Name, len(in.Instances)-1)
+	}
+	return d
+}
+
+// promote finishes making p the primary: p must first apply what it received and, when it
+// still replicates from an instance that has more (an interrupted switchover), that too.
+func promote(in Input, p *Instance) Action {
+	wait := p.has()
+	for _, i := range in.Instances {
+		if i.Name == p.Source && i.Reachable {
+			wait = wait.Union(i.Executed)
+		}
+	}
+	return Action{Kind: ActPromote, Target: p.Name, WaitFor: wait}
+}
+
+// switchover returns the actions of a requested, possible switchover. ok is false when no
+// switchover is requested or it must wait (the reason is then in d).
+func switchover(in Input, p *Instance, d *Decision) ([]Action, bool) {
+	if in.Desired == "" || in.Desired == p.Name {
+		return nil, false
+	}
+	var t *Instance
+	for k := range in.Instances {
+		if in.Instances[k].Name == in.Desired {
+			t = &in.Instances[k]
+		}
+	}
+	blocked := func(why string) ([]Action, bool) {
+		d.State, d.Reason = StateDegraded, ReasonSwitchoverBlocked
+		d.Message = "switchover to " + in.Desired + " waits: " + why
+		return nil, false
+	}
+	switch {
+	case t == nil:
+		return blocked("no such instance")
+	case !t.Reachable:
+		return blocked("it is unreachable")
+	case !t.Executed.Subtract(p.Executed).IsEmpty():
+		return blocked("it holds errant transactions " + t.Executed.Subtract(p.Executed).String())
+	case !t.replicating(p.Name):
+		return blocked("it does not replicate from " + p.Name + " yet")
+	}
+	d.State, d.Reason, d.Primary = StateSwitchover, ReasonSwitchover, t.Name
+	d.Message = fmt.Sprintf("switching over from %s to %s", p.Name, t.Name)
+	d.RequeueAfter = time.Millisecond
+	return []Action{{Kind: ActSwitchover, Target: t.Name, From: p.Name}}, true
+}
+
+// replicas decides for each non-primary instance and returns notes on unhealthy ones.
+func replicas(in Input, p *Instance, d *Decision) []string {
+	var notes []string
+	degrade := func(reason, note string) {
+		if d.State == StateHealthy || d.State == StateDegraded {
+			d.State, d.Reason = StateDegraded, reason
+		}
+		notes = append(notes, note)
+	}
+	for _, r := range in.Instances {
+		if r.Name == p.Name {
+			continue
+		}
+		if !r.Reachable {
+			degrade(ReasonReplicaDown, fmt.Sprintf("%s is unreachable (%s)", r.Name, r.Error))
+			continue
+		}
+		// Gather reads the primary last, so a replica's executed set can only lack the
+		// primary's transactions, never have more: anything more is errant.
+		if errant := r.Executed.Subtract(p.Executed); !errant.IsEmpty() {
+			if in.Reclone[r.Name] {
+				d.Actions = append(d.Actions, Action{Kind: ActClone, Target: r.Name, From: p.Name})
+				d.State, d.Reason = StateCloning, ReasonCloning
+				notes = append(notes, r.Name+" is re-cloned from "+p.Name+", discarding errant transactions "+errant.String())
+				continue
+			}
+			if r.IORunning || r.SQLRunning {
+				d.Actions = append(d.Actions, Action{Kind: ActIsolate, Target: r.Name})
+			}
+			d.State, d.Reason = StateErrant, ReasonErrant
+			notes = append(notes, fmt.Sprintf("%s holds errant transactions %s; it is kept out of service "+
+				"(annotate the cluster with mysql.dolphin-operator.io/reclone=%s to re-clone it)", r.Name, errant, r.Name))
+			continue
+		}
+		missing := p.Executed.Subtract(r.Executed)
+		if !missing.Intersect(p.Purged).IsEmpty() {
+			d.Actions = append(d.Actions, Action{Kind: ActClone, Target: r.Name, From: p.Name})
+			if d.State != StateErrant {
+				d.State, d.Reason = StateCloning, ReasonCloning
+			}
+			notes = append(notes, r.Name+" lacks transactions "+p.Name+" no longer has in its binary log: cloning it")
+			continue
+		}
+		if !r.replicating(p.Name) || r.Writable || r.SemiSyncReplica != in.SemiSync {
+			d.Actions = append(d.Actions, Action{Kind: ActConfigureReplica, Target: r.Name, From: p.Name})
+			why := "configuring replication from " + p.Name
+			if r.ReplicationError != "" {
+				why = "replication stopped (" + r.ReplicationError + "); restarting it"
+				degrade(ReasonReplicationBroken, r.Name+": "+why)
+			} else {
+				notes = append(notes, r.Name+": "+why)
+				if d.State == StateHealthy {
+					d.State, d.Reason = StateDegraded, ReasonConfiguring
+				}
+			}
+			continue
+		}
+		d.Roles[r.Name] = RoleReplica
+	}
+	sort.Strings(notes)
+	return notes
+}
+
+func roles(in Input, r Role) map[string]Role {
+	out := make(map[string]Role, len(in.Instances))
+	for _, i := range in.Instances {
+		out[i.Name] = r
+	}
+	return out
+}

@@ -1,0 +1,273 @@
+package topology
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dolphin-operator/dolphin/internal/gtid"
+)
+
+const (
+	u1 = "11111111-1111-1111-1111-111111111111" // db-0's server_uuid
+	u2 = "22222222-2222-2222-2222-222222222222" // db-1's
+	u3 = "33333333-3333-3333-3333-333333333333" // db-2's
+)
+
+func set(s string) gtid.Set { return gtid.MustParse(s) }
+
+// primary is a healthy writable semi-sync primary with transactions 1-n of u1.
+func primary(name string, idx int, executed string) Instance {
+	return Instance{Name: name, Index: idx, Reachable: true, Writable: true, Executed: set(executed),
+		Purged: set(""), SemiSyncSource: true}
+}
+
+// replica replicates from source with both threads running and semi-sync on.
+func replica(name string, idx int, source, executed string) Instance {
+	return Instance{Name: name, Index: idx, Reachable: true, Executed: set(executed), Purged: set(""),
+		Received: set(executed), Source: source, IORunning: true, SQLRunning: true, SemiSyncReplica: true}
+}
+
+// fresh is a new, empty, read-only instance that never replicated.
+func fresh(name string, idx int) Instance {
+	return Instance{Name: name, Index: idx, Reachable: true, Executed: set(""), Purged: set("")}
+}
+
+func down(name string, idx int, for_ time.Duration) Instance {
+	return Instance{Name: name, Index: idx, Error: "connection refused", UnreachableFor: for_}
+}
+
+func with(i Instance, f func(*Instance)) Instance { f(&i); return i }
+
+func healthy3() []Instance {
+	return []Instance{primary("db-0", 0, u1+":1-10"), replica("db-1", 1, "db-0", u1+":1-10"), replica("db-2", 2, "db-0", u1+":1-9")}
+}
+
+func input(primary string, instances ...Instance) Input {
+	return Input{Instances: instances, Primary: primary, FailoverEnabled: true, DetectionDelay: 5 * time.Second, SemiSync: true}
+}
+
+type want struct {
+	state   State
+	reason  string
+	actions []Action
+	primary string
+	healthy bool
+	roles   map[string]Role
+	message string
+}
+
+func TestDecide(t *testing.T) {
+	h := healthy3()
+	cases := []struct {
+		name string
+		in   Input
+		want want
+	}{
+		// Bootstrap.
+		{"bootstrap waits for every instance", input("", fresh("db-0", 0), down("db-1", 1, time.Second), fresh("db-2", 2)),
+			want{state: StateIncomplete, reason: ReasonWaiting, message: "db-1"}},
+		{"bootstrap of empty instances elects the first", input("", fresh("db-0", 0), fresh("db-1", 1), fresh("db-2", 2)),
+			want{state: StateBootstrapping, primary: "db-0", actions: []Action{{Kind: ActBootstrap, Target: "db-0"}},
+				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleNone, "db-2": RoleNone}}},
+		{"bootstrap honours spec.primary when it is as advanced", withDesired(input("", fresh("db-0", 0), fresh("db-1", 1)), "db-1"),
+			want{state: StateBootstrapping, primary: "db-1", actions: []Action{{Kind: ActBootstrap, Target: "db-1"}}}},
+		{"bootstrap elects the instance that has data", input("", fresh("db-0", 0), with(fresh("db-1", 1), func(i *Instance) { i.Executed = set(u2 + ":1-5") })),
+			want{state: StateBootstrapping, primary: "db-1", actions: []Action{{Kind: ActBootstrap, Target: "db-1"}}}},
+		{"bootstrap ignores spec.primary that lacks data", withDesired(input("", fresh("db-0", 0), with(fresh("db-1", 1), func(i *Instance) { i.Executed = set(u2 + ":1") })), "db-0"),
+			want{state: StateBootstrapping, primary: "db-1", actions: []Action{{Kind: ActBootstrap, Target: "db-1"}}}},
+		{"bootstrap refuses diverged instances", input("", with(fresh("db-0", 0), func(i *Instance) { i.Executed = set(u1 + ":1") }), with(fresh("db-1", 1), func(i *Instance) { i.Executed = set(u2 + ":1") })),
+			want{state: StateErrant, reason: ReasonDiverged}},
+		{"bootstrap of one instance", input("", fresh("db-0", 0)),
+			want{state: StateBootstrapping, primary: "db-0", actions: []Action{{Kind: ActBootstrap, Target: "db-0"}}}},
+		{"no instances", input(""), want{state: StateIncomplete, reason: ReasonWaiting}},
+
+		// Steady state.
+		{"healthy three instances", input("db-0", h...),
+			want{state: StateHealthy, reason: ReasonHealthy, primary: "db-0", healthy: true,
+				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleReplica, "db-2": RoleReplica}}},
+		{"healthy single instance without semi-sync", Input{Instances: []Instance{with(primary("db-0", 0, u1+":1"), func(i *Instance) { i.SemiSyncSource = false })}, Primary: "db-0", FailoverEnabled: true},
+			want{state: StateHealthy, primary: "db-0", healthy: true}},
+		{"semi-sync off on the primary is switched on", input("db-0", with(h[0], func(i *Instance) { i.SemiSyncSource = false }), h[1], h[2]),
+			want{state: StateHealthy, primary: "db-0", actions: []Action{{Kind: ActConfigurePrimary, Target: "db-0"}}}},
+		{"semi-sync on while it should be off is switched off", Input{Instances: h, Primary: "db-0", FailoverEnabled: true, SemiSync: false},
+			want{primary: "db-0", actions: []Action{{Kind: ActConfigurePrimary, Target: "db-0"},
+				{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}}}},
+		{"new replicas are configured", input("db-0", h[0], fresh("db-1", 1), fresh("db-2", 2)),
+			want{state: StateDegraded, reason: ReasonConfiguring, primary: "db-0", actions: []Action{
+				{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}},
+				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleNone, "db-2": RoleNone}}},
+		{"a replica with a stopped IO thread is restarted", input("db-0", h[0], with(h[1], func(i *Instance) { i.IORunning = false }), h[2]),
+			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"a replica with an SQL error is reported and restarted", input("db-0", h[0], with(h[1], func(i *Instance) { i.SQLRunning = false; i.ReplicationError = "1062: Duplicate entry" }), h[2]),
+			want{state: StateDegraded, reason: ReasonReplicationBroken, primary: "db-0", message: "1062",
+				actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"a replica pointed at another instance is repointed", input("db-0", h[0], with(h[1], func(i *Instance) { i.Source = "db-2" }), h[2]),
+			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"a replica pointed at an unknown address is repointed", input("db-0", h[0], with(h[1], func(i *Instance) { i.Source = "?" }), h[2]),
+			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"a replica without semi-sync is reconfigured", input("db-0", h[0], with(h[1], func(i *Instance) { i.SemiSyncReplica = false }), h[2]),
+			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"an unreachable replica degrades without action", input("db-0", h[0], down("db-1", 1, time.Minute), h[2]),
+			want{state: StateDegraded, reason: ReasonReplicaDown, primary: "db-0", message: "db-1 is unreachable",
+				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleNone, "db-2": RoleReplica}}},
+		{"a lagging replica is healthy", input("db-0", h[0], h[1], replica("db-2", 2, "db-0", u1+":1-3")),
+			want{state: StateHealthy, primary: "db-0", healthy: true}},
+
+		// Fencing.
+		{"a writable replica is fenced", input("db-0", h[0], with(h[1], func(i *Instance) { i.Writable = true }), h[2]),
+			want{state: StateDegraded, reason: ReasonRogueWriter, primary: "db-0", actions: []Action{
+				{Kind: ActFence, Target: "db-1"}, {Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"a returning old primary is fenced before anything else", input("db-1", with(primary("db-0", 0, u1+":1-10"), func(i *Instance) {}), primary("db-1", 1, u1+":1-10"), replica("db-2", 2, "db-1", u1+":1-10")),
+			want{state: StateDegraded, reason: ReasonRogueWriter, primary: "db-1", actions: []Action{
+				{Kind: ActFence, Target: "db-0"}, {Kind: ActConfigureReplica, Target: "db-0", From: "db-1"}}}},
+		{"a returning old primary with errant transactions is isolated, not replicated", input("db-1", with(primary("db-0", 0, u1+":1-11"), func(i *Instance) { i.Writable = false }), with(primary("db-1", 1, u1+":1-10"), func(i *Instance) {}), replica("db-2", 2, "db-1", u1+":1-10")),
+			want{state: StateErrant, reason: ReasonErrant, primary: "db-1", message: u1 + ":11",
+				roles: map[string]Role{"db-0": RoleNone, "db-1": RolePrimary, "db-2": RoleReplica}}},
+		{"an errant replica that replicates is isolated", input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed = set(u1 + ":1-10," + u2 + ":1") }), h[2]),
+			want{state: StateErrant, reason: ReasonErrant, primary: "db-0", actions: []Action{{Kind: ActIsolate, Target: "db-1"}}}},
+		{"an errant replica the user allowed is re-cloned", withReclone(input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed = set(u1 + ":1-10," + u2 + ":1") }), h[2]), "db-1"),
+			want{state: StateCloning, reason: ReasonCloning, primary: "db-0", actions: []Action{{Kind: ActClone, Target: "db-1", From: "db-0"}}}},
+		{"a replica missing purged transactions is cloned", input("db-0", with(h[0], func(i *Instance) { i.Purged = set(u1 + ":1-5") }), fresh("db-1", 1), h[2]),
+			want{state: StateCloning, reason: ReasonCloning, primary: "db-0", actions: []Action{{Kind: ActClone, Target: "db-1", From: "db-0"}}}},
+		{"a replica missing only unpurged transactions replicates", input("db-0", with(h[0], func(i *Instance) { i.Purged = set(u1 + ":1-5") }), h[1], replica("db-2", 2, "db-0", u1+":1-7")),
+			want{state: StateHealthy, primary: "db-0", healthy: true}},
+
+		// The recorded primary not writable: restart, or an interrupted promotion.
+		{"a restarted primary comes back read-only and is made writable", input("db-0", with(h[0], func(i *Instance) { i.Writable = false }), h[1], h[2]),
+			want{state: StateFailover, primary: "db-0", actions: []Action{{Kind: ActPromote, Target: "db-0", WaitFor: set(u1 + ":1-10")}}}},
+		{"an interrupted promotion waits for what the old source has", input("db-1", with(h[0], func(i *Instance) { i.Writable = false }), replica("db-1", 1, "db-0", u1+":1-8"), replica("db-2", 2, "db-0", u1+":1-9")),
+			want{state: StateFailover, primary: "db-1", actions: []Action{{Kind: ActPromote, Target: "db-1", WaitFor: set(u1 + ":1-10")}}}},
+		{"a promotion fences a writable old primary first", input("db-1", h[0], replica("db-1", 1, "db-0", u1+":1-10"), h[2]),
+			want{primary: "db-1", actions: []Action{{Kind: ActFence, Target: "db-0"}, {Kind: ActPromote, Target: "db-1", WaitFor: set(u1 + ":1-10")}}}},
+
+		// Switchover.
+		{"switchover to a healthy replica", withDesired(input("db-0", h...), "db-1"),
+			want{state: StateSwitchover, reason: ReasonSwitchover, primary: "db-1", actions: []Action{{Kind: ActSwitchover, Target: "db-1", From: "db-0"}},
+				roles: map[string]Role{"db-0": RoleNone, "db-1": RolePrimary, "db-2": RoleReplica}}},
+		{"switchover to the current primary is nothing", withDesired(input("db-0", h...), "db-0"),
+			want{state: StateHealthy, primary: "db-0", healthy: true}},
+		{"switchover to an unknown instance is blocked", withDesired(input("db-0", h...), "db-7"),
+			want{state: StateDegraded, reason: ReasonSwitchoverBlocked, primary: "db-0", message: "no such instance"}},
+		{"switchover to an unreachable instance is blocked", withDesired(input("db-0", h[0], down("db-1", 1, time.Second), h[2]), "db-1"),
+			want{state: StateDegraded, reason: ReasonReplicaDown, primary: "db-0", message: "switchover to db-1 waits: it is unreachable"}},
+		{"switchover to an errant instance is blocked", withDesired(input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed = set(u1 + ":1-10," + u2 + ":1") }), h[2]), "db-1"),
+			want{state: StateErrant, reason: ReasonErrant, primary: "db-0", message: "switchover to db-1 waits: it holds errant",
+				actions: []Action{{Kind: ActIsolate, Target: "db-1"}}}},
+		{"switchover waits for the target to replicate", withDesired(input("db-0", h[0], with(h[1], func(i *Instance) { i.IORunning = false }), h[2]), "db-1"),
+			want{state: StateDegraded, reason: ReasonSwitchoverBlocked, primary: "db-0", message: "does not replicate",
+				actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"an interrupted switchover (old primary fenced) goes on", withDesired(input("db-0", with(h[0], func(i *Instance) { i.Writable = false }), h[1], h[2]), "db-1"),
+			want{state: StateFailover, primary: "db-0", actions: []Action{{Kind: ActPromote, Target: "db-0", WaitFor: set(u1 + ":1-10")}}}},
+
+		// Failover.
+		{"primary unreachable within the detection delay", input("db-0", down("db-0", 0, 2*time.Second), h[1], h[2]),
+			want{state: StatePrimaryUnreachable, reason: ReasonPrimaryUnreachable, primary: "db-0",
+				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleReplica, "db-2": RoleReplica}}},
+		{"primary unreachable past the delay: freeze the receivers", input("db-0", down("db-0", 0, 6*time.Second), h[1], h[2]),
+			want{state: StateFailover, reason: ReasonFailover, primary: "db-0", actions: []Action{{Kind: ActFreeze, Target: "db-1"}, {Kind: ActFreeze, Target: "db-2"}},
+				roles: map[string]Role{"db-0": RoleNone, "db-1": RoleNone, "db-2": RoleNone}}},
+		{"frozen replicas: promote the one that received most", input("db-0", down("db-0", 0, 6*time.Second), frozen(replica("db-1", 1, "db-0", u1+":1-9"), u1+":1-10"), frozen(h[2], u1+":1-9")),
+			want{state: StateFailover, primary: "db-1", actions: []Action{{Kind: ActPromote, Target: "db-1", From: "db-0", WaitFor: set(u1 + ":1-10"), Failover: true}}}},
+		{"frozen replicas that received the same: spec.primary wins", withDesired(input("db-0", down("db-0", 0, 6*time.Second), frozen(h[1], u1+":1-10"), frozen(h[2], u1+":1-10")), "db-2"),
+			want{state: StateFailover, primary: "db-2", actions: []Action{{Kind: ActPromote, Target: "db-2", From: "db-0", WaitFor: set(u1 + ":1-10"), Failover: true}}}},
+		{"frozen replicas that received the same: the lowest index wins", input("db-0", down("db-0", 0, 6*time.Second), frozen(h[1], u1+":1-10"), frozen(h[2], u1+":1-10")),
+			want{state: StateFailover, primary: "db-1"}},
+		{"failover skips a writable replica", input("db-0", down("db-0", 0, 6*time.Second), frozen(with(h[1], func(i *Instance) { i.Writable = true }), u1+":1-10"), frozen(h[2], u1+":1-9")),
+			want{state: StateFailover, primary: "db-2"}},
+		{"failover skips an unreachable replica", input("db-0", down("db-0", 0, 6*time.Second), down("db-1", 1, 6*time.Second), frozen(h[2], u1+":1-9")),
+			want{state: StateFailover, primary: "db-2", actions: []Action{{Kind: ActPromote, Target: "db-2", From: "db-0", WaitFor: set(u1 + ":1-9"), Failover: true}}}},
+		{"failover never promotes an instance that never replicated", input("db-0", down("db-0", 0, 6*time.Second), fresh("db-1", 1), down("db-2", 2, time.Minute)),
+			want{state: StateLost, reason: ReasonNoCandidate}},
+		{"failover with diverged replicas stops for a human", input("db-0", down("db-0", 0, 6*time.Second), frozen(h[1], u1+":1-10,"+u2+":1"), frozen(h[2], u1+":1-10,"+u3+":1")),
+			want{state: StateErrant, reason: ReasonDiverged}},
+		{"failover disabled reports and waits", withoutFailover(input("db-0", down("db-0", 0, time.Hour), h[1], h[2])),
+			want{state: StatePrimaryUnreachable, reason: ReasonFailoverDisabled, primary: "db-0",
+				roles: map[string]Role{"db-0": RoleNone, "db-1": RoleReplica, "db-2": RoleReplica}}},
+		{"a recorded primary that no longer exists fails over at once", input("db-5", h[1], h[2]),
+			want{state: StateFailover, actions: []Action{{Kind: ActFreeze, Target: "db-1"}, {Kind: ActFreeze, Target: "db-2"}}}},
+		{"after the promotion the others follow the new primary", input("db-1", down("db-0", 0, 10*time.Second), primary("db-1", 1, u1+":1-10"), frozen(h[2], u1+":1-9")),
+			want{state: StateDegraded, primary: "db-1", actions: []Action{{Kind: ActConfigureReplica, Target: "db-2", From: "db-1"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.in)
+			w := tc.want
+			if w.state != "" {
+				require.Equal(t, w.state, d.State, d.Message)
+			}
+			if w.reason != "" {
+				require.Equal(t, w.reason, d.Reason, d.Message)
+			}
+			if w.primary != "" {
+				require.Equal(t, w.primary, d.Primary)
+			}
+			if w.actions != nil {
+				require.Equal(t, actionStrings(w.actions), actionStrings(d.Actions))
+			}
+			require.Equal(t, w.healthy, d.Healthy, d.Message)
+			if w.roles != nil {
+				require.Equal(t, w.roles, d.Roles)
+			}
+			require.Contains(t, d.Message, w.message)
+			requireInvariants(t, tc.in, d)
+		})
+	}
+	require.GreaterOrEqual(t, len(cases), 40)
+}
+
+// requireInvariants checks what every decision must keep, whatever the input.
+func requireInvariants(t *testing.T, in Input, d Decision) {
+	t.Helper()
+	primaries := 0
+	for _, r := range d.Roles {
+		if r == RolePrimary {
+			primaries++
+		}
+	}
+	require.LessOrEqual(t, primaries, 1, "one primary role at most")
+	for _, a := range d.Actions {
+		if a.Kind == ActPromote || a.Kind == ActBootstrap || a.Kind == ActSwitchover {
+			require.Equal(t, a.Target, d.Primary, "what is promoted is the decision's primary")
+			for _, i := range in.Instances {
+				if i.Name == a.Target && a.Kind == ActPromote {
+					require.True(t, a.WaitFor.Contains(i.has()), "a promotion applies everything received first")
+				}
+			}
+		}
+		if a.Kind == ActConfigureReplica || a.Kind == ActClone {
+			require.NotEqual(t, a.Target, a.From)
+		}
+	}
+}
+
+func actionStrings(as []Action) []string {
+	out := []string{}
+	for _, a := range as {
+		s := string(a.Kind) + " " + a.Target
+		if a.From != "" {
+			s += " from " + a.From
+		}
+		if a.WaitFor != nil {
+			s += " wait " + a.WaitFor.String()
+		}
+		if a.Failover {
+			s += " (failover)"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func frozen(i Instance, received string) Instance {
+	i.IORunning = false
+	i.Received = set(received)
+	return i
+}
+
+func withDesired(in Input, name string) Input { in.Desired = name; return in }
+
+func withReclone(in Input, name string) Input { in.Reclone = map[string]bool{name: true}; return in }
+
+func withoutFailover(in Input) Input { in.FailoverEnabled = false; return in }

@@ -1,0 +1,221 @@
+package topology
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// Addresses says how the operator and the replicas reach an instance: in a cluster, its
+// stable DNS name through the headless Service; in the local test ground (no cluster DNS),
+// its pod IP. This is the dialer seam of docs/design/topology.md.
+type Addresses string
+
+// Address modes.
+const (
+	AddressDNS   Addresses = "dns"
+	AddressPodIP Addresses = "pod-ip"
+)
+
+// Host is the instance's host name or IP, "" when it has none yet.
+func (a Addresses) Host(c *mysqlv1beta1.MySQLCluster, pod *corev1.Pod) string {
+	if a == AddressPodIP {
+		return pod.Status.PodIP
+	}
+	return pod.Name + "." + resources.HeadlessServiceName(c) + "." + c.Namespace + ".svc"
+}
+
+// connect returns a pooled connection to an instance as the operator's account.
+func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
+	pod := cl.pods[name]
+	if pod == nil {
+		return nil, errNoPod
+	}
+	host := m.Addresses.Host(cl.obj, pod)
+	if host == "" {
+		return nil, errNoAddress
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(resources.MySQLPort))
+	key := clusterKey(cl.obj) + name + "|" + addr + "|" + cl.adminPassword
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if conn, ok := m.conns[key]; ok {
+		return conn, nil
+	}
+	open := m.Open
+	if open == nil {
+		open = mysql.Open
+	}
+	// Short timeouts: a dead primary must be noticed within the detection delay.
+	conn, err := open(mysql.Config{Addr: addr, User: resources.AdminUser, Password: cl.adminPassword,
+		Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	if m.conns == nil {
+		m.conns = map[string]mysql.Instance{}
+	}
+	// A pod that moved (new IP) or a rotated password leaves an old entry: drop it.
+	prefix := clusterKey(cl.obj) + name + "|"
+	for k, old := range m.conns {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			_ = old.Close()
+			delete(m.conns, k)
+		}
+	}
+	m.conns[key] = conn
+	return conn, nil
+}
+
+type gatherError string
+
+func (e gatherError) Error() string { return string(e) }
+
+const (
+	errNoPod     = gatherError("no pod")
+	errNoAddress = gatherError("pod has no address yet")
+)
+
+// gather reads every instance. The recorded primary is read last: a replica's executed
+// set then never holds a transaction the primary's read lacks, unless it is errant.
+func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
+	c := cl.obj
+	primary := cl.recordedPrimary()
+	desired := c.Spec.Primary
+	if desired == cl.superseded {
+		desired = "" // a failover overrode this request; it counts again once spec.primary changes
+	}
+	in := Input{Primary: primary, Desired: desired, Instances: make([]Instance, len(cl.names)),
+		FailoverEnabled: c.Spec.Replication.Failover.Enabled == nil || *c.Spec.Replication.Failover.Enabled,
+		DetectionDelay:  5 * time.Second,
+		SemiSync:        semiSync(c),
+		Reclone:         recloneAllowed(c)}
+	if cl.failedPrimary != "" && losslessSemiSync(c) {
+		in.Reclone[cl.failedPrimary] = true
+	}
+	if d := c.Spec.Replication.Failover.DetectionDelay; d != nil {
+		in.DetectionDelay = d.Duration
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	read := func(k int) {
+		inst := m.read(ctx, cl, cl.names[k], k)
+		mu.Lock()
+		in.Instances[k] = inst
+		mu.Unlock()
+	}
+	primaryIndex := -1
+	for k, name := range cl.names {
+		if name == primary {
+			primaryIndex = k
+			continue
+		}
+		wg.Go(func() { read(k) })
+	}
+	wg.Wait()
+	if primaryIndex >= 0 {
+		read(primaryIndex)
+	}
+	m.resolveSources(cl, in.Instances)
+	return in
+}
+
+func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int) Instance {
+	inst := Instance{Name: name, Index: index}
+	downKey := clusterKey(cl.obj) + name
+	conn, err := m.connect(cl, name)
+	var st *mysql.Status
+	if err == nil {
+		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		st, err = conn.Status(sctx)
+		cancel()
+	}
+	if err == nil {
+		err = fill(&inst, st)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down == nil {
+		m.down = map[string]time.Time{}
+	}
+	if err != nil {
+		since, ok := m.down[downKey]
+		if !ok {
+			since = m.now()
+			m.down[downKey] = since
+		}
+		return Instance{Name: name, Index: index, Error: err.Error(), UnreachableFor: m.now().Sub(since)}
+	}
+	delete(m.down, downKey)
+	cl.handles[name] = conn
+	return inst
+}
+
+func fill(inst *Instance, st *mysql.Status) error {
+	var err error
+	inst.Reachable = true
+	inst.Writable = !st.ReadOnly && !st.SuperReadOnly
+	if inst.Executed, err = gtid.Parse(st.GTIDExecuted); err != nil {
+		return err
+	}
+	if inst.Purged, err = gtid.Parse(st.GTIDPurged); err != nil {
+		return err
+	}
+	inst.SemiSyncSource, inst.SemiSyncReplica = st.SemiSyncSource, st.SemiSyncReplica
+	if r := st.Replica; r != nil {
+		if inst.Received, err = gtid.Parse(r.ReceivedGTIDSet); err != nil {
+			return err
+		}
+		inst.Source = r.SourceHost // resolved to an instance name by resolveSources
+		inst.IORunning, inst.SQLRunning = r.IORunning, r.SQLRunning
+		inst.ReplicationError = r.LastSQLError
+		if inst.ReplicationError == "" && !r.IORunning {
+			inst.ReplicationError = r.LastIOError
+		}
+	}
+	return nil
+}
+
+// resolveSources turns each replica's source host into the instance it names ("?" when it
+// names none of them).
+func (m *Manager) resolveSources(cl *cluster, instances []Instance) {
+	hosts := map[string]string{}
+	for name, pod := range cl.pods {
+		if h := m.Addresses.Host(cl.obj, pod); h != "" {
+			hosts[h] = name
+		}
+	}
+	for k := range instances {
+		if h := instances[k].Source; h != "" {
+			if name, ok := hosts[h]; ok {
+				instances[k].Source = name
+			} else {
+				instances[k].Source = "?"
+			}
+		}
+	}
+}
+
+// losslessSemiSync: semi-sync on, with a timeout long enough that it never fell back to
+// asynchronous replication unnoticed (the default is a day; an hour is the least counted).
+func losslessSemiSync(c *mysqlv1beta1.MySQLCluster) bool {
+	to := c.Spec.Replication.SemiSync.Timeout
+	return semiSync(c) && (to == nil || to.Duration >= time.Hour)
+}
+
+func recloneAllowed(c *mysqlv1beta1.MySQLCluster) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range splitList(c.Annotations[AnnotationReclone]) {
+		out[n] = true
+	}
+	return out
+}

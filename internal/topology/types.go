@@ -1,0 +1,151 @@
+// Package topology keeps one writable primary and replicas that replicate from it, for one
+// MySQLCluster at a time, in three steps: gather (read every instance over SQL), decide (a
+// pure function from what was read to one state and the actions to take) and act (carry the
+// actions out, each step idempotent, so a pass interrupted anywhere is finished by the next).
+// docs/design/topology.md states the invariants the decision keeps.
+package topology
+
+import (
+	"time"
+
+	"github.com/dolphin-operator/dolphin/internal/gtid"
+)
+
+// Instance is what gather learned about one instance.
+type Instance struct {
+	Name  string
+	Index int
+	// Reachable means its status could be read; Error says why not.
+	Reachable bool
+	Error     string
+	// UnreachableFor is how long it has been unreachable without a break (0 when reachable).
+	UnreachableFor time.Duration
+	// Writable means neither read_only nor super_read_only is on.
+	Writable bool
+	Executed gtid.Set
+	Purged   gtid.Set
+	// Received is what its replication channel has received (nil when it has none).
+	Received gtid.Set
+	// Source is the instance it replicates from ("" when it does not, "?" when the source
+	// address matches no instance of the cluster).
+	Source                string
+	IORunning, SQLRunning bool
+	ReplicationError      string
+	SemiSyncSource        bool
+	SemiSyncReplica       bool
+}
+
+// replicating reports whether the instance applies from source with both threads running.
+func (i *Instance) replicating(source string) bool {
+	return i.Source == source && i.IORunning && i.SQLRunning
+}
+
+// has is everything the instance holds or has been sent: what a promotion must apply first.
+func (i *Instance) has() gtid.Set {
+	if i.Received == nil {
+		return i.Executed
+	}
+	return i.Executed.Union(i.Received)
+}
+
+// Input is everything Decide looks at.
+type Input struct {
+	// Instances are the cluster's instances in index order.
+	Instances []Instance
+	// Primary is the primary recorded in the cluster's Lease ("" before the first election).
+	Primary string
+	// Desired is spec.primary: a requested switchover when it differs from Primary.
+	Desired string
+	// FailoverEnabled and DetectionDelay are spec.replication.failover.
+	FailoverEnabled bool
+	DetectionDelay  time.Duration
+	// SemiSync is whether semi-sync should be on (enabled and the cluster has replicas).
+	SemiSync bool
+	// Reclone names instances the user allowed to be re-cloned although they hold errant
+	// transactions (the annotation mysql.dolphin-operator.io/reclone).
+	Reclone map[string]bool
+}
+
+// State is the one word that sums the cluster's topology up.
+type State string
+
+// States Decide reports.
+const (
+	StateHealthy            State = "Healthy"
+	StateDegraded           State = "Degraded"
+	StateIncomplete         State = "Incomplete"
+	StateBootstrapping      State = "Bootstrapping"
+	StatePrimaryUnreachable State = "PrimaryUnreachable"
+	StateFailover           State = "Failover"
+	StateSwitchover         State = "Switchover"
+	StateErrant             State = "Errant"
+	StateCloning            State = "Cloning"
+	StateLost               State = "Lost"
+)
+
+// ActionKind names one step of act.
+type ActionKind string
+
+// Actions, each carried out idempotently by act.
+const (
+	// ActBootstrap records Target as the first primary and makes it writable.
+	ActBootstrap ActionKind = "Bootstrap"
+	// ActFence makes Target read-only (super_read_only) and ends its client sessions.
+	ActFence ActionKind = "Fence"
+	// ActPromote waits for Target to apply WaitFor, records it as primary, makes it writable.
+	ActPromote ActionKind = "Promote"
+	// ActConfigurePrimary (re)applies the primary's settings (semi-sync) to Target.
+	ActConfigurePrimary ActionKind = "ConfigurePrimary"
+	// ActConfigureReplica points Target at From and (re)starts replication.
+	ActConfigureReplica ActionKind = "ConfigureReplica"
+	// ActClone replaces Target's data with a copy of From's.
+	ActClone ActionKind = "Clone"
+	// ActIsolate stops Target's replication and fences it (errant transactions).
+	ActIsolate ActionKind = "Isolate"
+	// ActFreeze stops the receiver thread of Target, so that a primary cut off from the
+	// operator can no longer get acknowledgements (and thus commits) while a failover runs.
+	ActFreeze ActionKind = "Freeze"
+	// ActSwitchover fences From, waits until Target has applied all of From's transactions,
+	// records Target as primary and makes it writable.
+	ActSwitchover ActionKind = "Switchover"
+)
+
+// Action is one step for act.
+type Action struct {
+	Kind   ActionKind
+	Target string
+	// From is the source (ConfigureReplica), donor (Clone) or old primary (Switchover).
+	From string
+	// WaitFor is the GTID set Promote waits for Target to have applied.
+	WaitFor gtid.Set
+	// Failover marks a Promote that replaces a lost primary: it supersedes a pending
+	// spec.primary request, which is not acted on again until spec.primary changes.
+	Failover bool
+}
+
+// Role is an instance's pod label: which Service routes to it.
+type Role string
+
+// Roles.
+const (
+	RolePrimary Role = "primary"
+	RoleReplica Role = "replica"
+	RoleNone    Role = "none"
+)
+
+// Decision is what Decide chose.
+type Decision struct {
+	State State
+	// Actions run in order; act stops at the first that fails.
+	Actions []Action
+	// Primary is the primary once the actions are done ("" when there is none).
+	Primary string
+	// Roles label each instance's pod once the actions are done.
+	Roles map[string]Role
+	// Healthy is true when every instance replicates from a writable primary.
+	Healthy bool
+	// Reason (CamelCase) and Message explain the state.
+	Reason, Message string
+	// RequeueAfter asks for the next pass sooner than the resync period.
+	RequeueAfter time.Duration
+}

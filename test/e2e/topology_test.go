@@ -1,0 +1,386 @@
+package e2e_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/mysqld"
+)
+
+// db opens a root connection to one instance's mysqld (the pod runner's).
+func db(t *testing.T, ns, pod string) (*mysqld.Instance, *sql.DB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	inst, err := runner.Instance(ctx, ns, pod)
+	require.NoError(t, err)
+	d, err := inst.DB()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return inst, d
+}
+
+// primaryEndpoint is the address the primary Service routes to (its ready endpoint), ""
+// when it has none: what a client of the Service reaches.
+func primaryEndpoint(ctx context.Context, ns, cluster string) string {
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := k8s.List(ctx, slices, client.InNamespace(ns),
+		client.MatchingLabels{discoveryv1.LabelServiceName: cluster + "-primary"}); err != nil {
+		return ""
+	}
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready && len(e.Addresses) > 0 && e.TargetRef != nil {
+				return e.TargetRef.Name
+			}
+		}
+	}
+	return ""
+}
+
+func waitPrimary(t *testing.T, ns, name, want string) *mysqlv1beta1.MySQLCluster {
+	t.Helper()
+	c := &mysqlv1beta1.MySQLCluster{}
+	took := waitFor(t, 2*time.Minute, want+" as primary, healthy, behind the primary Service", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		if c.Status.CurrentPrimary != want || !meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy) {
+			return fmt.Errorf("primary %q, conditions %v", c.Status.CurrentPrimary, c.Status.Conditions)
+		}
+		if ep := primaryEndpoint(context.Background(), ns, name); ep != want {
+			return fmt.Errorf("primary Service routes to %q", ep)
+		}
+		return nil
+	})
+	t.Logf("%s is primary after %s", want, took.Round(10*time.Millisecond))
+	return c
+}
+
+// requireTopology checks every instance over SQL: the primary writable and semi-sync, the
+// others fenced and replicating from it with both threads running.
+func requireTopology(t *testing.T, ns, primary string, names ...string) {
+	t.Helper()
+	primaryHost := ""
+	pod := &corev1.Pod{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: primary}, pod))
+	primaryHost = pod.Status.PodIP
+	require.Equal(t, resources.RolePrimary, pod.Labels[resources.LabelRole])
+	for _, n := range names {
+		_, d := db(t, ns, n)
+		var ro, sro bool
+		require.NoError(t, d.QueryRow("SELECT @@read_only, @@super_read_only").Scan(&ro, &sro))
+		if n == primary {
+			require.False(t, ro || sro, "%s (primary) is writable", n)
+			var semi string
+			require.NoError(t, d.QueryRow("SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME='Rpl_semi_sync_source_status'").Scan(&semi))
+			require.Equal(t, "ON", semi, "%s runs lossless semi-sync", n)
+			continue
+		}
+		require.True(t, sro, "%s (replica) is fenced with super_read_only", n)
+		var host, io, sqlState string
+		require.NoError(t, d.QueryRow(`SELECT c.HOST, s.SERVICE_STATE, a.SERVICE_STATE
+FROM performance_schema.replication_connection_configuration c
+JOIN performance_schema.replication_connection_status s USING (CHANNEL_NAME)
+JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan(&host, &io, &sqlState))
+		require.Equal(t, primaryHost, host, "%s replicates from %s", n, primary)
+		require.Equal(t, "ON", io, n)
+		require.Equal(t, "ON", sqlState, n)
+		require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, pod))
+		require.Equal(t, resources.RoleReplica, pod.Labels[resources.LabelRole], n)
+	}
+}
+
+// writer commits rows through "the primary Service" (its endpoint, since nothing proxies
+// Services here) until stopped, reconnecting on errors, and records the ids it got an OK for.
+type writer struct {
+	ns, cluster string
+	mu          sync.Mutex
+	acked       []int
+	failures    int
+	stop        atomic.Bool
+	done        chan struct{}
+}
+
+func startWriter(t *testing.T, ns, cluster string) *writer {
+	t.Helper()
+	w := &writer{ns: ns, cluster: cluster, done: make(chan struct{})}
+	p := primaryEndpoint(context.Background(), ns, cluster)
+	_, d := db(t, ns, p)
+	_, err := d.Exec("CREATE DATABASE IF NOT EXISTS e2e")
+	require.NoError(t, err)
+	_, err = d.Exec("CREATE TABLE IF NOT EXISTS e2e.acked (id INT PRIMARY KEY)")
+	require.NoError(t, err)
+	go w.run(t)
+	return w
+}
+
+func (w *writer) run(t *testing.T) {
+	defer close(w.done)
+	next := 1
+	var conn *sql.DB
+	for !w.stop.Load() {
+		if conn == nil {
+			p := primaryEndpoint(context.Background(), w.ns, w.cluster)
+			if p == "" {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			inst, err := runner.Instance(context.Background(), w.ns, p)
+			if err == nil {
+				conn, err = inst.DB()
+			}
+			if err != nil {
+				conn = nil
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			conn.SetConnMaxLifetime(time.Second)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := conn.ExecContext(ctx, "INSERT INTO e2e.acked (id) VALUES (?)", next)
+		cancel()
+		if err != nil {
+			w.mu.Lock()
+			w.failures++
+			w.mu.Unlock()
+			_ = conn.Close()
+			conn = nil
+			next++ // the outcome is unknown: never reuse the id
+			continue
+		}
+		w.mu.Lock()
+		w.acked = append(w.acked, next)
+		w.mu.Unlock()
+		next++
+	}
+	if conn != nil {
+		_ = conn.Close()
+	}
+}
+
+func (w *writer) finish() []int {
+	w.stop.Store(true)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]int(nil), w.acked...)
+}
+
+// requireNoLostWrites checks every acknowledged id is on the given instance.
+func requireNoLostWrites(t *testing.T, ns, pod string, acked []int) {
+	t.Helper()
+	_, d := db(t, ns, pod)
+	rows, err := d.Query("SELECT id FROM e2e.acked")
+	require.NoError(t, err)
+	defer rows.Close()
+	have := map[int]bool{}
+	for rows.Next() {
+		var id int
+		require.NoError(t, rows.Scan(&id))
+		have[id] = true
+	}
+	var lost []int
+	for _, id := range acked {
+		if !have[id] {
+			lost = append(lost, id)
+		}
+	}
+	sort.Ints(lost)
+	t.Logf("%d acknowledged writes, %d present on %s, lost: %v", len(acked), len(acked)-len(lost), pod, lost)
+	require.Empty(t, lost, "every acknowledged write survives")
+}
+
+// sampler counts, every 50 ms, the instances that would accept a write.
+type sampler struct {
+	maxWritable atomic.Int32
+	samples     atomic.Int32
+	stop        atomic.Bool
+	done        chan struct{}
+}
+
+func startSampler(t *testing.T, ns string, names ...string) *sampler {
+	t.Helper()
+	s := &sampler{done: make(chan struct{})}
+	dbs := map[string]*sql.DB{}
+	for _, n := range names {
+		_, d := db(t, ns, n)
+		d.SetConnMaxLifetime(time.Second)
+		dbs[n] = d
+	}
+	go func() {
+		defer close(s.done)
+		for !s.stop.Load() {
+			writable := int32(0)
+			for _, d := range dbs {
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				var ro, sro bool
+				if err := d.QueryRowContext(ctx, "SELECT @@read_only, @@super_read_only").Scan(&ro, &sro); err == nil && !ro && !sro {
+					writable++
+				}
+				cancel()
+			}
+			if writable > s.maxWritable.Load() {
+				s.maxWritable.Store(writable)
+			}
+			s.samples.Add(1)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return s
+}
+
+func (s *sampler) finish(t *testing.T) {
+	s.stop.Store(true)
+	<-s.done
+	t.Logf("%d samples, at most %d writable instance(s) at once", s.samples.Load(), s.maxWritable.Load())
+	require.LessOrEqual(t, s.maxWritable.Load(), int32(1), "never two writable instances")
+}
+
+func TestSwitchoverAndFailoverLoseNoAcknowledgedWrite(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	names := []string{"ha-0", "ha-1", "ha-2"}
+	c := newCluster(ns, "ha", mysqlv1beta1.DeletionPolicyDelete)
+	c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 2 * time.Second}
+	require.NoError(t, k8s.Create(ctx, c))
+	readyCluster(t, ns, "ha")
+	waitPrimary(t, ns, "ha", "ha-0")
+	requireTopology(t, ns, "ha-0", names...)
+
+	w := startWriter(t, ns, "ha")
+	s := startSampler(t, ns, names...)
+	time.Sleep(time.Second)
+
+	// Planned switchover: spec.primary.
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
+	c.Spec.Primary = "ha-1"
+	require.NoError(t, k8s.Update(ctx, c))
+	waitPrimary(t, ns, "ha", "ha-1")
+	time.Sleep(time.Second)
+	requireTopology(t, ns, "ha-1", names...)
+
+	// Failover: the primary's mysqld dies and stays down.
+	inst, _ := db(t, ns, "ha-1")
+	inst.SetRestartPolicy(mysqld.RestartNever)
+	require.NoError(t, inst.Kill())
+	killed := time.Now()
+	c2 := &mysqlv1beta1.MySQLCluster{}
+	waitFor(t, time.Minute, "a failover away from ha-1", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), c2); err != nil {
+			return err
+		}
+		if p := c2.Status.CurrentPrimary; p == "" || p == "ha-1" {
+			return fmt.Errorf("primary %q", p)
+		}
+		if ep := primaryEndpoint(ctx, ns, "ha"); ep == "" || ep == "ha-1" {
+			return fmt.Errorf("primary Service routes to %q", ep)
+		}
+		return nil
+	})
+	newPrimary := c2.Status.CurrentPrimary
+	t.Logf("failover to %s: new primary behind the Service %s after the kill", newPrimary, time.Since(killed).Round(10*time.Millisecond))
+	time.Sleep(time.Second)
+	acked := w.finish()
+	require.NotEmpty(t, acked)
+	requireNoLostWrites(t, ns, newPrimary, acked)
+
+	// The old primary comes back and rejoins as a replica of the new one.
+	inst.SetRestartPolicy(mysqld.RestartAlways)
+	require.NoError(t, inst.Resume(ctx))
+	waitFor(t, time.Minute, "ha-1 to rejoin as a replica", func() error {
+		pod := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ha-1"}, pod); err != nil {
+			return err
+		}
+		if pod.Labels[resources.LabelRole] != resources.RoleReplica {
+			return fmt.Errorf("ha-1 role %q", pod.Labels[resources.LabelRole])
+		}
+		return nil
+	})
+	s.finish(t)
+	requireTopology(t, ns, newPrimary, names...)
+	requireNoLostWrites(t, ns, "ha-1", acked)
+}
+
+func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	names := []string{"er-0", "er-1", "er-2"}
+	c := newCluster(ns, "er", mysqlv1beta1.DeletionPolicyDelete)
+	require.NoError(t, k8s.Create(ctx, c))
+	readyCluster(t, ns, "er")
+	waitPrimary(t, ns, "er", "er-0")
+	_, primaryDB := db(t, ns, "er-0")
+	_, err := primaryDB.Exec("CREATE DATABASE kept")
+	require.NoError(t, err)
+
+	// A client with SUPER writes on a replica: a transaction the primary never had.
+	_, rogue := db(t, ns, "er-2")
+	conn, err := rogue.Conn(ctx)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, "SET GLOBAL super_read_only = OFF")
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, "CREATE DATABASE rogue")
+	require.NoError(t, err)
+	_ = conn.Close()
+
+	cl := &mysqlv1beta1.MySQLCluster{}
+	waitFor(t, time.Minute, "er-2 to be reported errant and kept out of service", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), cl); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(cl.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != mysqlv1beta1.ReasonErrantTransactions {
+			return fmt.Errorf("ReplicationHealthy %v", cond)
+		}
+		pod := &corev1.Pod{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "er-2"}, pod); err != nil {
+			return err
+		}
+		if pod.Labels[resources.LabelRole] != "none" {
+			return fmt.Errorf("er-2 role %q", pod.Labels[resources.LabelRole])
+		}
+		return nil
+	})
+	var sro bool
+	require.NoError(t, rogue.QueryRow("SELECT @@super_read_only").Scan(&sro))
+	require.True(t, sro, "the errant replica is fenced again")
+	require.Equal(t, "er-0", cl.Status.CurrentPrimary, "the primary keeps serving")
+
+	// The user allows the re-clone: er-2's data is replaced by the primary's.
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), cl))
+	if cl.Annotations == nil {
+		cl.Annotations = map[string]string{}
+	}
+	cl.Annotations["mysql.dolphin-operator.io/reclone"] = "er-2"
+	require.NoError(t, k8s.Update(ctx, cl))
+	waitPrimary(t, ns, "er", "er-0")
+	requireTopology(t, ns, "er-0", names...)
+	_, recloned := db(t, ns, "er-2")
+	var dbs []string
+	rows, err := recloned.Query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('kept', 'rogue')")
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		dbs = append(dbs, n)
+	}
+	require.NoError(t, rows.Close())
+	require.Equal(t, []string{"kept"}, dbs, "the clone brought the primary's data and dropped the errant write")
+}
