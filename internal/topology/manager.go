@@ -68,8 +68,9 @@ func (m *Manager) Reconcile(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (
 	if err != nil {
 		// The credentials Secret or the pods are not there yet (the earlier steps create
 		// them): report and look again, not an error.
+		//nolint:nilerr // reported in the status instead
 		return controllers.TopologyStatus{Managed: true, Reason: ReasonWaiting, Message: err.Error(),
-			RequeueAfter: 2 * time.Second}, nil //nolint:nilerr // reported in the status instead
+			RequeueAfter: 2 * time.Second}, nil
 	}
 	in := m.gather(ctx, cl)
 	d := Decide(in)
