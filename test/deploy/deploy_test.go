@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -27,7 +27,6 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/test/envtest"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
-	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
 
 const (
@@ -79,15 +78,11 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error
 func TestDeployWithSelfIssuedWebhookCertificates(t *testing.T) {
 	bin := os.Getenv("DOLPHIN_MANAGER_BIN")
 	require.NotEmpty(t, bin, "DOLPHIN_MANAGER_BIN names the manager binary (make test-e2e builds it)")
-	mysql, err := mysqld.Locate()
-	require.NoError(t, err)
 	ctx := context.Background()
 	// No CRDs up front: `make deploy` installs them, as it would on a real cluster.
 	cluster, err := localcluster.Start(ctx, localcluster.Config{Log: os.Stderr})
 	require.NoError(t, err)
 	t.Cleanup(cluster.Stop)
-	_, err = cluster.StartPodRunner(localcluster.PodRunnerOptions{MySQL: mysql, Log: os.Stderr})
-	require.NoError(t, err)
 	k8s, err := client.New(cluster.RESTConfig(), client.Options{Scheme: scheme()})
 	require.NoError(t, err)
 
@@ -114,15 +109,17 @@ func TestDeployWithSelfIssuedWebhookCertificates(t *testing.T) {
 	sample := readSample(t)
 	sample.Namespace = ns.Name
 	require.NoError(t, k8s.Create(ctx, sample))
+	// Reconciled by the operator (its StatefulSet exists, status observed); reaching Ready
+	// needs MySQL replication, which test/e2e covers: the pods here have no mysqld.
 	hub := &mysqlv1beta1.MySQLCluster{}
-	waitFor(t, 3*time.Minute, "the v1alpha1 sample to be Ready", func() error {
+	waitFor(t, time.Minute, "the v1alpha1 sample to be reconciled", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sample), hub); err != nil {
 			return err
 		}
-		if !meta.IsStatusConditionTrue(hub.Status.Conditions, mysqlv1beta1.ConditionReady) {
-			return fmt.Errorf("conditions %v", hub.Status.Conditions)
+		if hub.Status.ObservedGeneration != hub.Generation {
+			return fmt.Errorf("observed generation %d of %d", hub.Status.ObservedGeneration, hub.Generation)
 		}
-		return nil
+		return k8s.Get(ctx, client.ObjectKeyFromObject(sample), &appsv1.StatefulSet{})
 	})
 	require.Equal(t, *sample.Spec.Replicas, *hub.Spec.Instances, "v1alpha1 replicas read as v1beta1 instances")
 	back := &mysqlv1alpha1.MySQLCluster{}
