@@ -186,7 +186,19 @@ func conditionSummary(u *unstructured.Unstructured) string {
 	var parts []string
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		parts = append(parts, fmt.Sprintf("%v=%v", m["type"], m["status"]))
+		part := fmt.Sprintf("%v=%v", m["type"], m["status"])
+		// A condition that is not as it should be says why.
+		bad := m["status"] != "True"
+		switch m["type"] {
+		case "Degraded":
+			bad = m["status"] == "True"
+		case "Progressing":
+			bad = false
+		}
+		if bad && m["message"] != "" {
+			part += fmt.Sprintf(" (%v: %v)", m["reason"], m["message"])
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ",")
 }

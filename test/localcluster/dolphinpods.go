@@ -41,6 +41,10 @@ func dolphinInit(cs kubernetes.Interface) func(context.Context, *corev1.Pod, *my
 			return fmt.Errorf("while connecting to %s: %w", inst.Addr(), err)
 		}
 		defer conn.Close()
+		var host string
+		if err := conn.QueryRowContext(ctx, "SELECT @@hostname").Scan(&host); err != nil || host != pod.Name {
+			return fmt.Errorf("%s answers as %q, not as pod %s (%v)", inst.Addr(), host, pod.Name, err)
+		}
 		// The real init container runs before my.cnf's super_read_only applies; here the
 		// server already runs fenced, so the fence is lifted for these statements only.
 		stmts := append([]string{"SET SESSION sql_log_bin = 0", "SET GLOBAL super_read_only = OFF"},

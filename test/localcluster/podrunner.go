@@ -56,11 +56,14 @@ type PodRunner struct {
 	cancel   context.CancelFunc
 	mu       sync.Mutex
 	running  map[types.UID]*podInstance
+	leaving  map[string]chan struct{} // pod IP -> closed when the mysqld that had it stopped
 	wg       sync.WaitGroup
 	stopping bool
 }
 
 type podInstance struct {
+	ip    string
+	gone  chan struct{} // closed once its mysqld has stopped for good
 	key   types.NamespacedName
 	ready chan struct{} // closed when start-up has finished, well or not
 	inst  *mysqld.Instance
@@ -88,7 +91,7 @@ func (c *Cluster) StartPodRunner(opts PodRunnerOptions) (*PodRunner, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &PodRunner{opts: opts, cs: cs, podsDir: filepath.Join(c.cfg.Dir, "pods"), cancel: cancel,
-		running: map[types.UID]*podInstance{}}
+		running: map[types.UID]*podInstance{}, leaving: map[string]chan struct{}{}}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
 	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -126,10 +129,17 @@ func (r *PodRunner) observe(ctx context.Context, o any) {
 	if r.stopping || r.running[pod.UID] != nil {
 		return
 	}
-	pi := &podInstance{key: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, ready: make(chan struct{})}
+	pi := &podInstance{key: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, ready: make(chan struct{}),
+		ip: pod.Status.PodIP, gone: make(chan struct{})}
+	// kwok hands a deleted pod's IP to the next pod at once: the new mysqld must wait
+	// until the old one has let go of the address.
+	previous := r.leaving[pi.ip]
 	r.running[pod.UID] = pi
 	r.wg.Go(func() {
 		defer close(pi.ready)
+		if previous != nil {
+			<-previous
+		}
 		pi.inst, pi.err = r.start(ctx, pod)
 		if pi.err != nil {
 			fmt.Fprintf(r.opts.Log, "podrunner: %s: %v\n", pi.key, pi.err)
@@ -205,11 +215,22 @@ func (r *PodRunner) release(uid types.UID) {
 	r.mu.Lock()
 	pi := r.running[uid]
 	delete(r.running, uid)
+	if pi != nil {
+		r.leaving[pi.ip] = pi.gone
+	}
 	r.mu.Unlock()
 	if pi == nil {
 		return
 	}
 	r.wg.Go(func() {
+		defer func() {
+			r.mu.Lock()
+			if r.leaving[pi.ip] == pi.gone {
+				delete(r.leaving, pi.ip)
+			}
+			r.mu.Unlock()
+			close(pi.gone)
+		}()
 		<-pi.ready
 		if pi.inst != nil {
 			fmt.Fprintf(r.opts.Log, "podrunner: stopping mysqld for %s\n", pi.key)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	scapiv1alpha3 "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
@@ -56,7 +57,13 @@ func run(bundle, scorecardTest, dolphinTests, manager, out string) ([]string, er
 	defer cancel()
 	if local.NeedsCluster(cfg) {
 		root, _ := filepath.Abs(".")
-		d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: root, Manager: abs(manager)})
+		// The cluster's progress (pod runner, mysqld) goes next to the results, for a post-mortem.
+		logFile, err := os.Create(strings.TrimSuffix(out, filepath.Ext(out)) + "-cluster.log")
+		if err != nil {
+			return nil, fmt.Errorf("while creating the cluster log: %w", err)
+		}
+		defer logFile.Close()
+		d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: root, Manager: abs(manager), Log: logFile})
 		if err != nil {
 			return nil, err
 		}
