@@ -138,6 +138,13 @@ test-chainsaw: build cluster-tools mysql chainsaw ## Chainsaw suites (test/chain
 	$(LOCALBIN)/localcluster demo --manager $(LOCALBIN)/manager --repo-root $(CURDIR) --state-dir $(CURDIR)/.run/chainsaw \
 	  --run '$(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
 
+.PHONY: bench-failover
+bench-failover: build cluster-tools mysql ## Measure failover and switchover write unavailability on the local cluster (BENCH_RUNS, default 5).
+	go build -o $(LOCALBIN)/bench-failover ./test/bench/failover
+	$(LOCALBIN)/bench-failover --runs $(BENCH_RUNS) --manager $(LOCALBIN)/manager
+
+BENCH_RUNS ?= 5
+
 ##@ Build
 
 .PHONY: build

@@ -37,7 +37,9 @@ type MySQLClusterSpec struct {
 	Replication ReplicationSpec `json:"replication,omitempty"`
 
 	// Primary names the instance that should be primary (e.g. "mycluster-1"). Changing it
-	// asks for a planned switchover. Empty: the operator picks, and keeps its choice.
+	// asks for a planned switchover. After a failover away from it, the operator switches
+	// back once it has rejoined as a healthy replica. Empty: the operator picks, and keeps
+	// its choice.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Desired primary",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Primary string `json:"primary,omitempty"`

@@ -49,7 +49,7 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 		return t.StopReplication(ctx, false)
 	case ActPromote:
 		if a.Failover {
-			cl.superseded, cl.failedPrimary = cl.obj.Spec.Primary, a.From
+			cl.failedPrimary = a.From
 		}
 		return m.promote(ctx, cl, t, a.Target, a.WaitFor)
 	case ActConfigurePrimary:

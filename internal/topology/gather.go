@@ -90,11 +90,7 @@ const (
 func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 	c := cl.obj
 	primary := cl.recordedPrimary()
-	desired := c.Spec.Primary
-	if desired == cl.superseded {
-		desired = "" // a failover overrode this request; it counts again once spec.primary changes
-	}
-	in := Input{Primary: primary, Desired: desired, Instances: make([]Instance, len(cl.names)),
+	in := Input{Primary: primary, Desired: c.Spec.Primary, Instances: make([]Instance, len(cl.names)),
 		FailoverEnabled: c.Spec.Replication.Failover.Enabled == nil || *c.Spec.Replication.Failover.Enabled,
 		DetectionDelay:  5 * time.Second,
 		SemiSync:        semiSync(c),

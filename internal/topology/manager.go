@@ -26,9 +26,6 @@ import (
 
 // Notes the primary Lease keeps besides its holder, so that they survive operator restarts.
 const (
-	// annotationSuperseded holds the spec.primary an automatic failover overrode: that
-	// request is done with, and acted on again only once spec.primary changes.
-	annotationSuperseded = "mysql.dolphin-operator.io/superseded-primary-request"
 	// annotationFailedPrimary names the primary a failover replaced. With lossless
 	// semi-sync, transactions only it holds were never acknowledged to a client, so it may
 	// be re-cloned without asking when it comes back with them.
@@ -136,9 +133,8 @@ type cluster struct {
 	adminPassword   string
 	replicaPassword string
 	handles         map[string]mysql.Instance
-	// superseded is the spec.primary request a failover overrode ("" for none);
-	// failedPrimary the primary it replaced.
-	superseded, failedPrimary string
+	// failedPrimary is the primary the last failover replaced, until it replicates again.
+	failedPrimary string
 }
 
 func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*cluster, error) {
@@ -164,7 +160,6 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 	switch {
 	case err == nil:
 		cl.lease = lease
-		cl.superseded = lease.Annotations[annotationSuperseded]
 		cl.failedPrimary = lease.Annotations[annotationFailedPrimary]
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("while reading the primary Lease: %w", err)
@@ -187,10 +182,8 @@ func (cl *cluster) recordedPrimary() string {
 // a stale pass) cannot both move it.
 func (m *Manager) recordPrimary(ctx context.Context, cl *cluster, name string) error {
 	annotations := map[string]string{}
-	for k, v := range map[string]string{annotationSuperseded: cl.superseded, annotationFailedPrimary: cl.failedPrimary} {
-		if v != "" {
-			annotations[k] = v
-		}
+	if cl.failedPrimary != "" {
+		annotations[annotationFailedPrimary] = cl.failedPrimary
 	}
 	if cl.recordedPrimary() == name && cl.lease != nil && maps.Equal(cl.lease.Annotations, annotations) {
 		return nil
@@ -224,22 +217,12 @@ func (m *Manager) recordPrimary(ctx context.Context, cl *cluster, name string) e
 	return nil
 }
 
-// tidyNotes drops Lease notes that no longer apply: a superseded request once spec.primary
-// changed, a failed primary once it replicates again.
+// tidyNotes drops the failed-primary note once that instance replicates again.
 func (m *Manager) tidyNotes(ctx context.Context, cl *cluster, d Decision) error {
-	if cl.recordedPrimary() == "" {
+	if cl.recordedPrimary() == "" || cl.failedPrimary == "" || d.Roles[cl.failedPrimary] != RoleReplica {
 		return nil
 	}
-	changed := false
-	if cl.superseded != "" && cl.obj.Spec.Primary != cl.superseded {
-		cl.superseded, changed = "", true
-	}
-	if cl.failedPrimary != "" && d.Roles[cl.failedPrimary] == RoleReplica {
-		cl.failedPrimary, changed = "", true
-	}
-	if !changed {
-		return nil
-	}
+	cl.failedPrimary = ""
 	return m.recordPrimary(ctx, cl, cl.recordedPrimary())
 }
 

@@ -54,7 +54,9 @@ type Input struct {
 	Instances []Instance
 	// Primary is the primary recorded in the cluster's Lease ("" before the first election).
 	Primary string
-	// Desired is spec.primary: a requested switchover when it differs from Primary.
+	// Desired is spec.primary: the instance that should be primary. It is honoured whenever
+	// it is a healthy replica, so after a failover away from it the cluster switches back
+	// once it has rejoined (leave spec.primary empty to keep the failover's choice).
 	Desired string
 	// FailoverEnabled and DetectionDelay are spec.replication.failover.
 	FailoverEnabled bool
@@ -118,8 +120,8 @@ type Action struct {
 	From string
 	// WaitFor is the GTID set Promote waits for Target to have applied.
 	WaitFor gtid.Set
-	// Failover marks a Promote that replaces a lost primary: it supersedes a pending
-	// spec.primary request, which is not acted on again until spec.primary changes.
+	// Failover marks a Promote that replaces a lost primary (From): the lost primary may
+	// then be re-cloned when it returns with transactions nobody acknowledged.
 	Failover bool
 }
 

@@ -4,15 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +17,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/mysqld"
+	"github.com/dolphin-operator/dolphin/test/workload"
 )
 
 // db opens a root connection to one instance's mysqld (the pod runner's).
@@ -35,22 +33,8 @@ func db(t *testing.T, ns, pod string) (*mysqld.Instance, *sql.DB) {
 	return inst, d
 }
 
-// primaryEndpoint is the address the primary Service routes to (its ready endpoint), ""
-// when it has none: what a client of the Service reaches.
 func primaryEndpoint(ctx context.Context, ns, cluster string) string {
-	slices := &discoveryv1.EndpointSliceList{}
-	if err := k8s.List(ctx, slices, client.InNamespace(ns),
-		client.MatchingLabels{discoveryv1.LabelServiceName: cluster + "-primary"}); err != nil {
-		return ""
-	}
-	for _, s := range slices.Items {
-		for _, e := range s.Endpoints {
-			if e.Conditions.Ready != nil && *e.Conditions.Ready && len(e.Addresses) > 0 && e.TargetRef != nil {
-				return e.TargetRef.Name
-			}
-		}
-	}
-	return ""
+	return workload.PrimaryEndpoint(ctx, k8s, ns, cluster)
 }
 
 func waitPrimary(t *testing.T, ns, name, want string) *mysqlv1beta1.MySQLCluster {
@@ -106,103 +90,13 @@ JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan
 	}
 }
 
-// writer commits rows through "the primary Service" (its endpoint, since nothing proxies
-// Services here) until stopped, reconnecting on errors, and records the ids it got an OK for.
-type writer struct {
-	ns, cluster string
-	mu          sync.Mutex
-	acked       []int
-	failures    int
-	stop        atomic.Bool
-	done        chan struct{}
-}
-
-func startWriter(t *testing.T, ns, cluster string) *writer {
-	t.Helper()
-	w := &writer{ns: ns, cluster: cluster, done: make(chan struct{})}
-	p := primaryEndpoint(context.Background(), ns, cluster)
-	_, d := db(t, ns, p)
-	_, err := d.Exec("CREATE DATABASE IF NOT EXISTS e2e")
-	require.NoError(t, err)
-	_, err = d.Exec("CREATE TABLE IF NOT EXISTS e2e.acked (id INT PRIMARY KEY)")
-	require.NoError(t, err)
-	go w.run(t)
-	return w
-}
-
-func (w *writer) run(t *testing.T) {
-	defer close(w.done)
-	next := 1
-	var conn *sql.DB
-	for !w.stop.Load() {
-		if conn == nil {
-			p := primaryEndpoint(context.Background(), w.ns, w.cluster)
-			if p == "" {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			inst, err := runner.Instance(context.Background(), w.ns, p)
-			if err == nil {
-				conn, err = inst.DB()
-			}
-			if err != nil {
-				conn = nil
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			conn.SetConnMaxLifetime(time.Second)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := conn.ExecContext(ctx, "INSERT INTO e2e.acked (id) VALUES (?)", next)
-		cancel()
-		if err != nil {
-			w.mu.Lock()
-			w.failures++
-			w.mu.Unlock()
-			_ = conn.Close()
-			conn = nil
-			next++ // the outcome is unknown: never reuse the id
-			continue
-		}
-		w.mu.Lock()
-		w.acked = append(w.acked, next)
-		w.mu.Unlock()
-		next++
-	}
-	if conn != nil {
-		_ = conn.Close()
-	}
-}
-
-func (w *writer) finish() []int {
-	w.stop.Store(true)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]int(nil), w.acked...)
-}
-
-// requireNoLostWrites checks every acknowledged id is on the given instance.
-func requireNoLostWrites(t *testing.T, ns, pod string, acked []int) {
+// requireNoLostWrites checks every acknowledged write is on the given instance.
+func requireNoLostWrites(t *testing.T, ns, pod string, acks []workload.Ack) {
 	t.Helper()
 	_, d := db(t, ns, pod)
-	rows, err := d.Query("SELECT id FROM e2e.acked")
+	lost, err := workload.Lost(context.Background(), d, acks)
 	require.NoError(t, err)
-	defer rows.Close()
-	have := map[int]bool{}
-	for rows.Next() {
-		var id int
-		require.NoError(t, rows.Scan(&id))
-		have[id] = true
-	}
-	var lost []int
-	for _, id := range acked {
-		if !have[id] {
-			lost = append(lost, id)
-		}
-	}
-	sort.Ints(lost)
-	t.Logf("%d acknowledged writes, %d present on %s, lost: %v", len(acked), len(acked)-len(lost), pod, lost)
+	t.Logf("%d acknowledged writes, %d present on %s, lost: %v", len(acks), len(acks)-len(lost), pod, lost)
 	require.Empty(t, lost, "every acknowledged write survives")
 }
 
@@ -263,7 +157,8 @@ func TestSwitchoverAndFailoverLoseNoAcknowledgedWrite(t *testing.T) {
 	waitPrimary(t, ns, "ha", "ha-0")
 	requireTopology(t, ns, "ha-0", names...)
 
-	w := startWriter(t, ns, "ha")
+	w, err := workload.StartWriter(ctx, k8s, runner, ns, "ha")
+	require.NoError(t, err)
 	s := startSampler(t, ns, names...)
 	time.Sleep(time.Second)
 
@@ -296,25 +191,18 @@ func TestSwitchoverAndFailoverLoseNoAcknowledgedWrite(t *testing.T) {
 	newPrimary := c2.Status.CurrentPrimary
 	t.Logf("failover to %s: new primary behind the Service %s after the kill", newPrimary, time.Since(killed).Round(10*time.Millisecond))
 	time.Sleep(time.Second)
-	acked := w.finish()
-	require.NotEmpty(t, acked)
-	requireNoLostWrites(t, ns, newPrimary, acked)
+	requireNoLostWrites(t, ns, newPrimary, w.Acks())
 
-	// The old primary comes back and rejoins as a replica of the new one.
+	// The old primary comes back: it rejoins (re-cloned if it holds a transaction nobody
+	// acknowledged) and, as spec.primary still names it, becomes primary again by switchover.
 	inst.SetRestartPolicy(mysqld.RestartAlways)
 	require.NoError(t, inst.Resume(ctx))
-	waitFor(t, time.Minute, "ha-1 to rejoin as a replica", func() error {
-		pod := &corev1.Pod{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ha-1"}, pod); err != nil {
-			return err
-		}
-		if pod.Labels[resources.LabelRole] != resources.RoleReplica {
-			return fmt.Errorf("ha-1 role %q", pod.Labels[resources.LabelRole])
-		}
-		return nil
-	})
+	waitPrimary(t, ns, "ha", "ha-1")
+	time.Sleep(time.Second)
+	acked := w.Stop()
 	s.finish(t)
-	requireTopology(t, ns, newPrimary, names...)
+	require.NotEmpty(t, acked)
+	requireTopology(t, ns, "ha-1", names...)
 	requireNoLostWrites(t, ns, "ha-1", acked)
 }
 

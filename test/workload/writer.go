@@ -1,0 +1,195 @@
+// Package workload is the client side of the topology tests and benchmarks: a writer that
+// commits rows through a cluster's primary Service for as long as it runs, the way an
+// application would, and the checks of what it was told against what the database holds.
+package workload
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dolphin-operator/dolphin/test/localcluster"
+)
+
+// PrimaryEndpoint is the pod the cluster's primary Service routes to (its ready endpoint),
+// "" when it has none: nothing proxies Services in the test ground, so this is what a
+// client of the Service would reach.
+func PrimaryEndpoint(ctx context.Context, k8s client.Client, namespace, cluster string) string {
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := k8s.List(ctx, slices, client.InNamespace(namespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: cluster + "-primary"}); err != nil {
+		return ""
+	}
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready && len(e.Addresses) > 0 && e.TargetRef != nil {
+				return e.TargetRef.Name
+			}
+		}
+	}
+	return ""
+}
+
+// Ack is one write the database acknowledged.
+type Ack struct {
+	ID int
+	At time.Time
+}
+
+// Writer inserts increasing ids into workload.acked through the primary Service, one at a
+// time, reconnecting after any error; an id whose outcome is unknown is never reused.
+type Writer struct {
+	k8s                client.Client
+	runner             *localcluster.PodRunner
+	namespace, cluster string
+
+	mu       sync.Mutex
+	acks     []Ack
+	failures int
+	stop     atomic.Bool
+	done     chan struct{}
+}
+
+// StartWriter creates the table on the current primary and starts writing.
+func StartWriter(ctx context.Context, k8s client.Client, runner *localcluster.PodRunner, namespace, cluster string) (*Writer, error) {
+	w := &Writer{k8s: k8s, runner: runner, namespace: namespace, cluster: cluster, done: make(chan struct{})}
+	db, err := w.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	for _, stmt := range []string{"CREATE DATABASE IF NOT EXISTS workload",
+		"CREATE TABLE IF NOT EXISTS workload.acked (id INT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))"} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return nil, fmt.Errorf("while preparing the writer's table: %w", err)
+		}
+	}
+	go w.run()
+	return w, nil
+}
+
+func (w *Writer) connect(ctx context.Context) (*sql.DB, error) {
+	p := PrimaryEndpoint(ctx, w.k8s, w.namespace, w.cluster)
+	if p == "" {
+		return nil, fmt.Errorf("the primary Service of %s/%s has no endpoint", w.namespace, w.cluster)
+	}
+	inst, err := w.runner.Instance(ctx, w.namespace, p)
+	if err != nil {
+		return nil, err
+	}
+	return inst.DB()
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	next := 1
+	var db *sql.DB
+	for !w.stop.Load() {
+		if db == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			var err error
+			db, err = w.connect(ctx)
+			cancel()
+			if err != nil {
+				db = nil
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := db.ExecContext(ctx, "INSERT INTO workload.acked (id) VALUES (?)", next)
+		cancel()
+		next++
+		if err != nil {
+			w.mu.Lock()
+			w.failures++
+			w.mu.Unlock()
+			_ = db.Close()
+			db = nil
+			continue
+		}
+		w.mu.Lock()
+		w.acks = append(w.acks, Ack{ID: next - 1, At: time.Now()})
+		w.mu.Unlock()
+	}
+	if db != nil {
+		_ = db.Close()
+	}
+}
+
+// Acks returns the acknowledged writes so far, in order.
+func (w *Writer) Acks() []Ack {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Ack(nil), w.acks...)
+}
+
+// AckedAfter waits until a write is acknowledged after t and returns when it was.
+func (w *Writer) AckedAfter(ctx context.Context, t time.Time) (time.Time, error) {
+	for {
+		acks := w.Acks()
+		if n := len(acks); n > 0 && acks[n-1].At.After(t) {
+			for _, a := range acks {
+				if a.At.After(t) {
+					return a.At, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("no write acknowledged since %s: %w", t.Format(time.StampMilli), ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// LongestGap is the longest time between consecutive acknowledged writes (or between from
+// and the first) in [from, to]: how long writes were unavailable to the client.
+func (w *Writer) LongestGap(from, to time.Time) time.Duration {
+	prev, gap := from, time.Duration(0)
+	for _, a := range w.Acks() {
+		if a.At.Before(from) || a.At.After(to) {
+			continue
+		}
+		gap = max(gap, a.At.Sub(prev))
+		prev = a.At
+	}
+	return gap
+}
+
+// Stop ends the writer and returns every acknowledged write.
+func (w *Writer) Stop() []Ack {
+	w.stop.Store(true)
+	<-w.done
+	return w.Acks()
+}
+
+// Lost returns the acknowledged ids missing from the instance's table.
+func Lost(ctx context.Context, db *sql.DB, acks []Ack) ([]int, error) {
+	rows, err := db.QueryContext(ctx, "SELECT id FROM workload.acked")
+	if err != nil {
+		return nil, fmt.Errorf("while reading the written rows: %w", err)
+	}
+	defer rows.Close()
+	have := map[int]bool{}
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		have[id] = true
+	}
+	var lost []int
+	for _, a := range acks {
+		if !have[a.ID] {
+			lost = append(lost, a.ID)
+		}
+	}
+	return lost, rows.Err()
+}
