@@ -43,7 +43,7 @@ func dolphinInit(cs kubernetes.Interface) func(context.Context, *corev1.Pod, *my
 		defer conn.Close()
 		var host string
 		if err := conn.QueryRowContext(ctx, "SELECT @@hostname").Scan(&host); err != nil || host != pod.Name {
-			return fmt.Errorf("%s answers as %q, not as pod %s (%v)", inst.Addr(), host, pod.Name, err)
+			return fmt.Errorf("%s answers as %q, not as pod %s (%w)", inst.Addr(), host, pod.Name, err)
 		}
 		// The real init container runs before my.cnf's super_read_only applies; here the
 		// server already runs fenced, so the fence is lifted for these statements only.

@@ -1,0 +1,215 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// fakeInstance records the calls act makes, in one log shared by every instance, so that
+// tests can check their order across instances.
+type fakeInstance struct {
+	name   string
+	log    *[]string
+	mu     *sync.Mutex
+	status mysql.Status
+	down   bool
+}
+
+func (f *fakeInstance) record(call string) {
+	f.mu.Lock()
+	*f.log = append(*f.log, f.name+" "+call)
+	f.mu.Unlock()
+}
+
+func (f *fakeInstance) Status(context.Context) (*mysql.Status, error) {
+	if f.down {
+		return nil, fmt.Errorf("connection refused")
+	}
+	s := f.status
+	return &s, nil
+}
+func (f *fakeInstance) ConfigurePrimary(_ context.Context, o mysql.PrimaryOptions) error {
+	f.record("ConfigurePrimary")
+	f.status.ReadOnly, f.status.SuperReadOnly, f.status.Replica = false, false, nil
+	f.status.SemiSyncSource = o.SemiSync
+	return nil
+}
+func (f *fakeInstance) ConfigureReplica(_ context.Context, o mysql.ReplicaOptions) error {
+	f.record("ConfigureReplica " + o.SourceHost)
+	return nil
+}
+func (f *fakeInstance) Clone(context.Context, mysql.CloneOptions) error {
+	f.record("Clone")
+	return nil
+}
+func (f *fakeInstance) SetSuperReadOnly(_ context.Context, on bool) error {
+	f.record(fmt.Sprintf("SetSuperReadOnly %v", on))
+	f.status.SuperReadOnly = on
+	return nil
+}
+func (f *fakeInstance) StopReplication(_ context.Context, all bool) error {
+	f.record(fmt.Sprintf("StopReplication all=%v", all))
+	return nil
+}
+func (f *fakeInstance) KillConnections(context.Context, ...string) error {
+	f.record("KillConnections")
+	return nil
+}
+func (f *fakeInstance) WaitForGTID(_ context.Context, set string, _ time.Duration) error {
+	f.record("WaitForGTID " + set)
+	return nil
+}
+func (f *fakeInstance) GTIDSubtract(context.Context, string, string) (string, error) { return "", nil }
+func (f *fakeInstance) Exec(context.Context, string, ...any) error                   { return nil }
+func (f *fakeInstance) ExecUnlogged(context.Context, ...string) error                { return nil }
+func (f *fakeInstance) Close() error                                                 { return nil }
+
+type world struct {
+	m         *Manager
+	c         *mysqlv1beta1.MySQLCluster
+	instances map[string]*fakeInstance
+	log       []string
+	mu        sync.Mutex
+}
+
+// newWorld has a 3-instance cluster "db" whose pods have IPs 10.0.0.<index+1>.
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, mysqlv1beta1.AddToScheme(scheme))
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "uid"},
+		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3))}}
+	objs := []client.Object{c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.CredentialsSecretName(c)},
+		Data: map[string][]byte{resources.KeyAdminPassword: []byte("a"), resources.KeyReplicationPassword: []byte("r")}}}
+	w := &world{c: c, instances: map[string]*fakeInstance{}}
+	byAddr := map[string]*fakeInstance{}
+	for i := range 3 {
+		name := fmt.Sprintf("db-%d", i)
+		ip := fmt.Sprintf("10.0.0.%d", i+1)
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: resources.SelectorLabels(c)},
+			Status: corev1.PodStatus{PodIP: ip}})
+		f := &fakeInstance{name: name, log: &w.log, mu: &w.mu, status: mysql.Status{ReadOnly: true, SuperReadOnly: true}}
+		w.instances[name], byAddr[ip+":3306"] = f, f
+	}
+	w.m = &Manager{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), Addresses: AddressPodIP,
+		Open: func(cfg mysql.Config) (mysql.Instance, error) { return byAddr[cfg.Addr], nil }}
+	return w
+}
+
+func (w *world) pass(t *testing.T) Decision {
+	t.Helper()
+	w.log = nil
+	ts, err := w.m.Reconcile(context.Background(), w.c)
+	require.NoError(t, err)
+	return Decision{Primary: ts.CurrentPrimary, Healthy: ts.Healthy, Reason: ts.Reason, Message: ts.Message}
+}
+
+func (w *world) holder(t *testing.T) string {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db-primary"}, l))
+	return *l.Spec.HolderIdentity
+}
+
+func (w *world) role(t *testing.T, pod string) string {
+	t.Helper()
+	p := &corev1.Pod{}
+	require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: pod}, p))
+	return p.Labels[resources.LabelRole]
+}
+
+// replicate makes the fake replicas report replicating from the primary's address.
+func (w *world) replicate(primary string, executed string) {
+	for name, f := range w.instances {
+		f.status.GTIDExecuted = executed
+		if name == primary {
+			continue
+		}
+		f.status.Replica = &mysql.ReplicaStatus{SourceHost: "10.0.0." + string(primary[3]+1), IORunning: true,
+			SQLRunning: true, ReceivedGTIDSet: executed}
+		f.status.SemiSyncReplica = true
+	}
+	w.instances[primary].status.SemiSyncSource = true
+}
+
+func TestManagerBootstrapsRecordsTheLeaseThenConfiguresReplicas(t *testing.T) {
+	w := newWorld(t)
+	w.pass(t)
+	require.Equal(t, "db-0", w.holder(t))
+	require.Equal(t, []string{"db-0 ConfigurePrimary"}, w.log)
+	require.Equal(t, "primary", w.role(t, "db-0"))
+
+	w.pass(t)
+	require.ElementsMatch(t, []string{"db-1 ConfigureReplica 10.0.0.1", "db-2 ConfigureReplica 10.0.0.1"}, w.log)
+
+	w.replicate("db-0", u1+":1-5")
+	d := w.pass(t)
+	require.True(t, d.Healthy, d.Message)
+	require.Empty(t, w.log, "a healthy cluster costs no writes")
+	require.Equal(t, "replica", w.role(t, "db-1"))
+}
+
+func TestManagerSwitchoverFencesBeforePromoting(t *testing.T) {
+	w := newWorld(t)
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+	w.c.Spec.Primary = "db-2"
+	w.pass(t)
+	require.Equal(t, []string{
+		"db-0 SetSuperReadOnly true", "db-0 KillConnections",
+		"db-2 WaitForGTID " + u1 + ":1-5", "db-2 ConfigurePrimary",
+		"db-0 ConfigureReplica 10.0.0.3",
+	}, w.log)
+	require.Equal(t, "db-2", w.holder(t))
+	require.Equal(t, "primary", w.role(t, "db-2"))
+	require.Equal(t, "none", w.role(t, "db-0"), "the old primary leaves the primary Service")
+}
+
+func TestManagerFailoverFreezesThenPromotesAndRemembersTheFailedPrimary(t *testing.T) {
+	w := newWorld(t)
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 0}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.instances["db-2"].status.Replica.ReceivedGTIDSet = u1 + ":1-7"
+	w.pass(t)
+	w.instances["db-0"].down = true
+
+	w.pass(t)
+	require.ElementsMatch(t, []string{"db-1 StopReplication all=false", "db-2 StopReplication all=false"}, w.log)
+	require.Equal(t, "none", w.role(t, "db-0"), "the lost primary leaves the primary Service first")
+	for _, n := range []string{"db-1", "db-2"} {
+		w.instances[n].status.Replica.IORunning = false
+	}
+	w.pass(t)
+	require.Equal(t, []string{"db-2 WaitForGTID " + u1 + ":1-7", "db-2 ConfigurePrimary"}, w.log)
+	require.Equal(t, "db-2", w.holder(t))
+	l := &coordinationv1.Lease{}
+	require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db-primary"}, l))
+	require.Equal(t, "db-0", l.Annotations[annotationFailedPrimary])
+
+	// db-0 returns with a transaction nobody acknowledged: re-cloned without asking.
+	w.instances["db-0"].down = false
+	w.instances["db-0"].status = mysql.Status{ReadOnly: true, SuperReadOnly: true, GTIDExecuted: u1 + ":1-8"}
+	w.instances["db-2"].status.GTIDExecuted = u1 + ":1-7"
+	w.pass(t)
+	require.Contains(t, strings.Join(w.log, "\n"), "db-0 Clone")
+}
