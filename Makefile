@@ -39,6 +39,7 @@ OPERATOR_SDK_VERSION   := $(call modver,operator-sdk,github.com/operator-framewo
 OPM_VERSION            := $(call modver,opm,github.com/operator-framework/operator-registry)
 CHAINSAW_VERSION       := $(call modver,chainsaw,github.com/kyverno/chainsaw)
 GOLANGCI_LINT_VERSION  := $(call modver,golangci-lint,github.com/golangci/golangci-lint/v2)
+OLM_VERSION            := $(call modver,olm,github.com/operator-framework/operator-lifecycle-manager)
 
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 KUSTOMIZE      := $(LOCALBIN)/kustomize
@@ -273,7 +274,11 @@ kwok:
 	@$(BUILD_TOOL) kwok $(KWOK_VERSION) $(TOOLS)/kwok sigs.k8s.io/kwok/cmd/kwok -ldflags '-s -w'
 	@hack/kwok-stages.sh $(KWOK_VERSION)
 
-.PHONY: controller-gen kustomize operator-sdk opm chainsaw golangci-lint
+.PHONY: controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm
+olm: ## OLM v0's olm and catalog operators (for make test-olm).
+	@$(BUILD_TOOL) olm $(OLM_VERSION) $(TOOLS)/olm github.com/operator-framework/operator-lifecycle-manager/cmd/olm -tags=containers_image_openpgp -ldflags '-s -w'
+	@$(BUILD_TOOL) catalog-operator $(OLM_VERSION) $(TOOLS)/olm github.com/operator-framework/operator-lifecycle-manager/cmd/catalog -tags=containers_image_openpgp -ldflags '-s -w'
+
 controller-gen:
 	@$(BUILD_TOOL) controller-gen $(CONTROLLER_GEN_VERSION) $(TOOLS)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen -ldflags '-s -w'
 kustomize:

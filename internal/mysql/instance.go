@@ -99,10 +99,12 @@ type instance struct {
 
 // Open returns a pooled connection to one instance; no connection is made until used.
 func Open(cfg Config) (Instance, error) {
-	db, err := sql.Open("mysql", dsn(cfg))
+	// A connector, not a DSN string: a DSN cannot carry the *tls.Config.
+	conn, err := mysql.NewConnector(driverConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("while opening %s: %w", cfg.Addr, err)
 	}
+	db := sql.OpenDB(conn)
 	// A handful of connections is plenty: statements to one instance are sequential.
 	db.SetMaxOpenConns(3)
 	db.SetMaxIdleConns(2)
@@ -110,7 +112,7 @@ func Open(cfg Config) (Instance, error) {
 	return &instance{db: db, cfg: cfg}, nil
 }
 
-func dsn(cfg Config) string {
+func driverConfig(cfg Config) *mysql.Config {
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -122,7 +124,7 @@ func dsn(cfg Config) string {
 	if cfg.TLS != nil {
 		c.TLS = cfg.TLS
 	}
-	return c.FormatDSN()
+	return c
 }
 
 func (i *instance) Close() error { return i.db.Close() }

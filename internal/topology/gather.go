@@ -2,6 +2,10 @@ package topology
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -45,7 +49,17 @@ func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
 		return nil, errNoAddress
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(resources.MySQLPort))
-	key := clusterKey(cl.obj) + name + "|" + addr + "|" + cl.adminPassword
+	key := fmt.Sprintf("%s%s|%s|%x", clusterKey(cl.obj), name, addr, sha256.Sum256([]byte(cl.adminPassword+"|"+string(cl.tlsCA))))
+	cfg := mysql.Config{Addr: addr, User: resources.AdminUser, Password: cl.adminPassword, Timeout: 2 * time.Second}
+	if cl.tlsCA != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cl.tlsCA) {
+			return nil, gatherError("the TLS Secret's CA does not parse")
+		}
+		// The certificate names the instance by its DNS name (a wildcard under the headless
+		// Service), whatever address it is dialled at.
+		cfg.TLS = &tls.Config{RootCAs: pool, ServerName: AddressDNS.Host(cl.obj, pod), MinVersion: tls.VersionTLS12}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if conn, ok := m.conns[key]; ok {
@@ -55,9 +69,8 @@ func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
 	if open == nil {
 		open = mysql.Open
 	}
-	// Short timeouts: a dead primary must be noticed within the detection delay.
-	conn, err := open(mysql.Config{Addr: addr, User: resources.AdminUser, Password: cl.adminPassword,
-		Timeout: 2 * time.Second})
+	// Short timeouts (cfg): a dead primary must be noticed within the detection delay.
+	conn, err := open(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -135,6 +135,8 @@ type cluster struct {
 	handles         map[string]mysql.Instance
 	// failedPrimary is the primary the last failover replaced, until it replicates again.
 	failedPrimary string
+	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
+	tlsCA []byte
 }
 
 func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*cluster, error) {
@@ -154,6 +156,15 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 	}
 	for i := range *c.Spec.Instances {
 		cl.names = append(cl.names, fmt.Sprintf("%s-%d", resources.StatefulSetName(c), i))
+	}
+	if tlsEnabled(cl) {
+		tlsSecret := &corev1.Secret{}
+		if err := m.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.TLSSecretName(c)}, tlsSecret); err != nil {
+			return nil, fmt.Errorf("while reading the TLS Secret: %w", err)
+		}
+		if cl.tlsCA = tlsSecret.Data[resources.KeyCACert]; len(cl.tlsCA) == 0 {
+			return nil, fmt.Errorf("TLS Secret %s has no %s to verify the instances with", tlsSecret.Name, resources.KeyCACert)
+		}
 	}
 	lease := &coordinationv1.Lease{}
 	err := m.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: LeaseName(c)}, lease)

@@ -96,7 +96,7 @@ func newWorld(t *testing.T) *world {
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, mysqlv1beta1.AddToScheme(scheme))
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "uid"},
-		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3))}}
+		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), TLS: mysqlv1beta1.TLSSpec{Enabled: new(false)}}}
 	objs := []client.Object{c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.CredentialsSecretName(c)},
 		Data: map[string][]byte{resources.KeyAdminPassword: []byte("a"), resources.KeyReplicationPassword: []byte("r")}}}
 	w := &world{c: c, instances: map[string]*fakeInstance{}}

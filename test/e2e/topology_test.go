@@ -74,14 +74,20 @@ func requireTopology(t *testing.T, ns, primary string, names ...string) {
 			var semi string
 			require.NoError(t, d.QueryRow("SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME='Rpl_semi_sync_source_status'").Scan(&semi))
 			require.Equal(t, "ON", semi, "%s runs lossless semi-sync", n)
+			var sessions, tlsSessions int
+			require.NoError(t, d.QueryRow(`SELECT COUNT(*), COALESCE(SUM(CONNECTION_TYPE = 'SSL/TLS'), 0)
+FROM performance_schema.threads WHERE PROCESSLIST_USER = 'dolphin-admin' AND TYPE = 'FOREGROUND'`).Scan(&sessions, &tlsSessions))
+			require.Positive(t, sessions, "the operator has sessions on %s", n)
+			require.Equal(t, sessions, tlsSessions, "the operator talks to %s over TLS only: %s", n, adminSessions(t, d))
 			continue
 		}
 		require.True(t, sro, "%s (replica) is fenced with super_read_only", n)
-		var host, io, sqlState string
-		require.NoError(t, d.QueryRow(`SELECT c.HOST, s.SERVICE_STATE, a.SERVICE_STATE
+		var host, io, sqlState, ssl string
+		require.NoError(t, d.QueryRow(`SELECT c.HOST, s.SERVICE_STATE, a.SERVICE_STATE, c.SSL_ALLOWED
 FROM performance_schema.replication_connection_configuration c
 JOIN performance_schema.replication_connection_status s USING (CHANNEL_NAME)
-JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan(&host, &io, &sqlState))
+JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan(&host, &io, &sqlState, &ssl))
+		require.Equal(t, "YES", ssl, "%s replicates over TLS", n)
 		require.Equal(t, primaryHost, host, "%s replicates from %s", n, primary)
 		require.Equal(t, "ON", io, n)
 		require.Equal(t, "ON", sqlState, n)
@@ -271,4 +277,19 @@ func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {
 	}
 	require.NoError(t, rows.Close())
 	require.Equal(t, []string{"kept"}, dbs, "the clone brought the primary's data and dropped the errant write")
+}
+
+func adminSessions(t *testing.T, d *sql.DB) string {
+	t.Helper()
+	rows, err := d.Query(`SELECT THREAD_ID, TYPE, COALESCE(CONNECTION_TYPE, ''), COALESCE(PROCESSLIST_HOST, ''), COALESCE(PROCESSLIST_COMMAND, ''), COALESCE(PROCESSLIST_INFO, '')
+FROM performance_schema.threads WHERE PROCESSLIST_USER = 'dolphin-admin'`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, typ, conn, host, cmd, info string
+		require.NoError(t, rows.Scan(&id, &typ, &conn, &host, &cmd, &info))
+		out = append(out, fmt.Sprintf("[%s %s %s %s %s %q]", id, typ, conn, host, cmd, info))
+	}
+	return fmt.Sprint(out)
 }

@@ -195,19 +195,28 @@ func (c *Cluster) startControllers() error {
 	return nil
 }
 
-// writeKubeconfig writes an admin kubeconfig and builds the REST config from it.
-func (c *Cluster) writeKubeconfig() error {
+// kubeconfig is a kubeconfig for the local API server that authenticates with the admin
+// certificate, impersonating as (and its groups) when as is not empty.
+func (c *Cluster) kubeconfig(as string, groups ...string) *clientcmdapi.Config {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{
 		Server:                   "https://127.0.0.1:" + apiServerPort,
 		CertificateAuthorityData: c.pki.ca.CertPEM,
 	}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: c.pki.admin.CertPEM,
 		ClientKeyData:         c.pki.admin.KeyPEM,
+		Impersonate:           as,
+		ImpersonateGroups:     groups,
 	}
-	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin"}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "user"}
 	kc.CurrentContext = "local"
+	return kc
+}
+
+// writeKubeconfig writes the admin kubeconfig and builds the REST config from it.
+func (c *Cluster) writeKubeconfig() error {
+	kc := c.kubeconfig("")
 	c.Kubeconfig = filepath.Join(c.cfg.Dir, "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, c.Kubeconfig); err != nil {
 		return fmt.Errorf("while writing the kubeconfig: %w", err)

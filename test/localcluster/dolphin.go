@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/dolphin-operator/dolphin/test/mysqld"
@@ -35,6 +34,13 @@ type Dolphin struct {
 	Operator *Operator
 }
 
+func logOrDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
 // StartDolphin starts the control plane with Dolphin's CRDs, the MySQL pod runner, and
 // the operator in a pod's place with its admission and conversion webhooks registered.
 func StartDolphin(ctx context.Context, o DolphinOptions) (*Dolphin, error) {
@@ -57,7 +63,7 @@ func StartDolphin(ctx context.Context, o DolphinOptions) (*Dolphin, error) {
 		return nil, fmt.Errorf("while creating a client: %w", err)
 	}
 	if d.Runner, err = c.StartPodRunner(PodRunnerOptions{MySQL: mysql, Log: o.Log, Init: dolphinInit(cs),
-		ExtraArgs: func(*corev1.Pod) []string { return dolphinMySQLArgs }}); err != nil {
+		ExtraArgs: dolphinArgs(cs, c.Dir(), logOrDiscard(o.Log))}); err != nil {
 		c.Stop()
 		return nil, err
 	}

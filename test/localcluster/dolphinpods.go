@@ -3,6 +3,9 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +23,39 @@ var dolphinMySQLArgs = []string{
 	"--super-read-only=ON",
 	"--plugin-load-add=semisync_source.so;semisync_replica.so;mysql_clone.so",
 	"--rpl-semi-sync-source-wait-point=AFTER_SYNC",
+}
+
+// dolphinArgs adds to dolphinMySQLArgs what the pod's TLS volume gives the real mysqld: the
+// Secret's ca.crt, tls.crt and tls.key, written to a folder of the pod's, become --ssl-*.
+// A pod whose Secret cannot be read starts without them (and the operator, which then
+// cannot verify it, says so).
+func dolphinArgs(cs kubernetes.Interface, dir string, log io.Writer) func(*corev1.Pod) []string {
+	return func(pod *corev1.Pod) []string {
+		args := append([]string(nil), dolphinMySQLArgs...)
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != "tls" || v.Secret == nil {
+				continue
+			}
+			s, err := cs.CoreV1().Secrets(pod.Namespace).Get(context.Background(), v.Secret.SecretName, metav1.GetOptions{})
+			if err != nil {
+				fmt.Fprintf(log, "podrunner: %s/%s: TLS Secret %s: %v\n", pod.Namespace, pod.Name, v.Secret.SecretName, err)
+				continue
+			}
+			tlsDir := filepath.Join(dir, "pod-tls", pod.Namespace+"_"+pod.Name)
+			if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+				fmt.Fprintf(log, "podrunner: %s/%s: %v\n", pod.Namespace, pod.Name, err)
+				continue
+			}
+			for flag, key := range map[string]string{"--ssl-ca": "ca.crt", "--ssl-cert": "tls.crt", "--ssl-key": "tls.key"} {
+				path := filepath.Join(tlsDir, key)
+				if err := os.WriteFile(path, s.Data[key], 0o600); err != nil {
+					fmt.Fprintf(log, "podrunner: %s/%s: %v\n", pod.Namespace, pod.Name, err)
+				}
+				args = append(args, flag+"="+path)
+			}
+		}
+		return args
+	}
 }
 
 // dolphinInit plays the init container of a Dolphin pod on a new data folder: it creates the

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // ServiceAccountKubeconfig writes a kubeconfig that authenticates as the cluster admin and
@@ -22,19 +21,8 @@ import (
 // ServiceAccount tokens, so a process using it gets exactly the ServiceAccount's RBAC: what
 // a role forgets to grant is forbidden, as it would be in a real pod.
 func (c *Cluster) ServiceAccountKubeconfig(namespace, name string) (string, error) {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["local"] = &clientcmdapi.Cluster{
-		Server:                   "https://127.0.0.1:" + apiServerPort,
-		CertificateAuthorityData: c.pki.ca.CertPEM,
-	}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: c.pki.admin.CertPEM,
-		ClientKeyData:         c.pki.admin.KeyPEM,
-		Impersonate:           "system:serviceaccount:" + namespace + ":" + name,
-		ImpersonateGroups:     []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
-	}
-	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "sa"}
-	kc.CurrentContext = "local"
+	kc := c.kubeconfig("system:serviceaccount:"+namespace+":"+name,
+		"system:serviceaccounts", "system:serviceaccounts:"+namespace, "system:authenticated")
 	path := filepath.Join(c.cfg.Dir, "kubeconfig-sa-"+namespace+"-"+name)
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return "", fmt.Errorf("while writing the ServiceAccount kubeconfig: %w", err)
