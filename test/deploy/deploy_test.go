@@ -63,16 +63,7 @@ func makeTarget(t *testing.T, cluster *localcluster.Cluster, target string) {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()
-	start := time.Now()
-	var err error
-	for time.Since(start) < timeout {
-		if err = cond(); err == nil {
-			return time.Since(start)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-	return 0
+	return envtest.WaitFor(t, timeout, what, cond)
 }
 
 func TestDeployWithSelfIssuedWebhookCertificates(t *testing.T) {

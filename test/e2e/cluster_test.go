@@ -16,6 +16,7 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/envtest"
 )
 
 func namespace(t *testing.T) string {
@@ -28,17 +29,7 @@ func namespace(t *testing.T) string {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()
-	start := time.Now()
-	var err error
-	for time.Since(start) < timeout {
-		if err = cond(); err == nil {
-			return time.Since(start)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	require.NoError(t, cluster.Healthy())
-	t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-	return 0
+	return envtest.WaitFor(t, timeout, what, cond, func() { require.NoError(t, cluster.Healthy()) })
 }
 
 func newCluster(ns, name string, policy mysqlv1beta1.DeletionPolicy) *mysqlv1beta1.MySQLCluster {
