@@ -50,7 +50,7 @@ type Manager struct {
 	Now  func() time.Time
 
 	mu    sync.Mutex
-	conns map[string]mysql.Instance // by cluster key + address + user
+	conns map[string]mysql.Instance // by cluster key, instance, address and a hash of the credentials and CA
 	down  map[string]time.Time      // by cluster key + instance: unreachable since
 }
 

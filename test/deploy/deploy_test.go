@@ -138,10 +138,16 @@ func TestDeployWithSelfIssuedWebhookCertificates(t *testing.T) {
 	operator.Stop(10 * time.Second)
 
 	makeTarget(t, cluster, "undeploy")
-	// What undeploy deletes directly is gone; the CRDs are being removed. The API server's
-	// CRD finalizer completes that on its own schedule, which after a CRD update (the CA
-	// injection) has taken minutes upstream too ("storage is (re)initializing"), so the test
-	// checks the deletion is under way rather than waiting it out.
+	requireUndeployed(t, k8s)
+}
+
+// requireUndeployed checks what undeploy deletes directly is gone and the CRDs are being
+// removed. The API server's CRD finalizer completes that on its own schedule, which after a
+// CRD update (the CA injection) has taken minutes upstream too ("storage is
+// (re)initializing"), so the test checks the deletion is under way rather than waiting it out.
+func requireUndeployed(t *testing.T, k8s client.Client) {
+	t.Helper()
+	ctx := context.Background()
 	for _, obj := range []client.Object{
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dolphin-mutating-webhook-configuration"}},
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dolphin-validating-webhook-configuration"}},
