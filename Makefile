@@ -120,6 +120,7 @@ UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/...
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and the generated bundle; no cluster, no MySQL.
 	$(GOTEST) $(TEST_FLAGS) $(UNIT_PKGS)
+	cd hack/catalog && $(GOTEST) $(TEST_FLAGS) -tags containers_image_openpgp ./...
 
 .PHONY: test-envtest
 test-envtest: envtest-tools ## Integration tests against a real API server (envtest).
