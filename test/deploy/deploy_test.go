@@ -163,7 +163,7 @@ func requireUndeployed(t *testing.T, k8s client.Client) {
 
 func runOperator(t *testing.T, cluster *localcluster.Cluster, pod *corev1.Pod, bin string) *localcluster.Process {
 	t.Helper()
-	p, err := cluster.RunAsPod(pod, "manager", bin)
+	p, err := cluster.RunAsPod(context.Background(), pod, "manager", bin)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {

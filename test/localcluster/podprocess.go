@@ -33,9 +33,10 @@ func (c *Cluster) ServiceAccountKubeconfig(namespace, name string) (string, erro
 // RunAsPod runs binary in the place of one container of a (fake) pod: with the container's
 // arguments, its environment resolved as the kubelet would (values and downward-API field
 // references), each volume mount replaced by a folder of its own (in arguments and values
-// alike), and KUBECONFIG acting as the pod's ServiceAccount. The pod must have its IP: the
-// process then answers for the pod inside the harness's network namespace.
-func (c *Cluster) RunAsPod(pod *corev1.Pod, container, binary string) (*Process, error) {
+// alike) holding what the volume would (a Secret's or ConfigMap's keys, an emptyDir
+// nothing), and KUBECONFIG acting as the pod's ServiceAccount. The pod must have its IP:
+// the process then answers for the pod inside the harness's network namespace.
+func (c *Cluster) RunAsPod(ctx context.Context, pod *corev1.Pod, container, binary string) (*Process, error) {
 	var ctr *corev1.Container
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == container {
@@ -52,8 +53,8 @@ func (c *Cluster) RunAsPod(pod *corev1.Pod, container, binary string) (*Process,
 	var replacer []string
 	for _, m := range ctr.VolumeMounts {
 		dir := filepath.Join(root, "volumes", m.Name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("while creating %s: %w", dir, err)
+		if err := c.fillVolume(ctx, pod, m.Name, dir); err != nil {
+			return nil, err
 		}
 		replacer = append(replacer, m.MountPath, dir)
 	}
@@ -76,6 +77,103 @@ func (c *Cluster) RunAsPod(pod *corev1.Pod, container, binary string) (*Process,
 		args[i] = mounts.Replace(a)
 	}
 	return c.Run(pod.Name+"-"+container, binary, env, args...)
+}
+
+// fillVolume makes dir hold what the pod's volume name would show its container. A
+// projected ServiceAccount token is left out: the process authenticates through KUBECONFIG.
+func (c *Cluster) fillVolume(ctx context.Context, pod *corev1.Pod, name, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("while creating %s: %w", dir, err)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != name {
+			continue
+		}
+		var err error
+		switch {
+		case v.EmptyDir != nil:
+		case v.Secret != nil:
+			err = c.writeSecret(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, dir)
+		case v.ConfigMap != nil:
+			err = c.writeConfigMap(ctx, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, dir)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				switch {
+				case err != nil:
+				case src.Secret != nil:
+					err = c.writeSecret(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, dir)
+				case src.ConfigMap != nil:
+					err = c.writeConfigMap(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, dir)
+				case src.DownwardAPI != nil:
+					for _, it := range src.DownwardAPI.Items {
+						if it.FieldRef != nil && it.FieldRef.FieldPath == "metadata.namespace" {
+							err = writeKeys(dir, map[string][]byte{"ns": []byte(pod.Namespace)}, []corev1.KeyToPath{{Key: "ns", Path: it.Path}})
+						}
+					}
+				}
+			}
+		default:
+			return fmt.Errorf("volume %s of pod %s/%s: only emptyDir, Secret, ConfigMap and projected volumes are played here",
+				name, pod.Namespace, pod.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("volume %s of pod %s/%s: %w", name, pod.Namespace, pod.Name, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("pod %s/%s mounts volume %s, which it does not have", pod.Namespace, pod.Name, name)
+}
+
+func (c *Cluster) writeSecret(ctx context.Context, ns, name string, items []corev1.KeyToPath, dir string) error {
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return err
+	}
+	s, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	return writeKeys(dir, s.Data, items)
+}
+
+func (c *Cluster) writeConfigMap(ctx context.Context, ns, name string, items []corev1.KeyToPath, dir string) error {
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return err
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	data := map[string][]byte{}
+	for k, v := range cm.Data {
+		data[k] = []byte(v)
+	}
+	return writeKeys(dir, data, items)
+}
+
+// writeKeys writes each key to its file name, or only the listed items to their paths.
+func writeKeys(dir string, data map[string][]byte, items []corev1.KeyToPath) error {
+	paths := map[string]string{}
+	for k := range data {
+		paths[k] = k
+	}
+	if len(items) > 0 {
+		paths = map[string]string{}
+		for _, it := range items {
+			paths[it.Key] = it.Path
+		}
+	}
+	for key, path := range paths {
+		file := filepath.Join(dir, filepath.Clean("/"+path))
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(file, data[key], 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var fieldKey = regexp.MustCompile(`^metadata\.(annotations|labels)\['([^']+)'\]$`)
