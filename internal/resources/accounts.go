@@ -32,15 +32,18 @@ var accountVars = []struct{ env, key string }{
 
 // AccountsSQL creates the operator's accounts. ${VARIABLES} name the init container's
 // environment (AccountEnv); the shell expands them there. Passwords come from
-// CredentialsSecret's alphabet, which needs no quoting in SQL.
-const AccountsSQL = `CREATE USER IF NOT EXISTS '` + AdminUser + `'@'%' IDENTIFIED BY '${DOLPHIN_ADMIN_PASSWORD}';
+// CredentialsSecret's alphabet, which needs no quoting in SQL. Accounts are created locked
+// and unlocked once granted: a session opened in between would keep no global privilege
+// (MySQL applies global grants to new sessions only).
+const AccountsSQL = `CREATE USER IF NOT EXISTS '` + AdminUser + `'@'%' IDENTIFIED BY '${DOLPHIN_ADMIN_PASSWORD}' ACCOUNT LOCK;
 GRANT ALL PRIVILEGES ON *.* TO '` + AdminUser + `'@'%' WITH GRANT OPTION;
-CREATE USER IF NOT EXISTS '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PASSWORD}';
+CREATE USER IF NOT EXISTS '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PASSWORD}' ACCOUNT LOCK;
 GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + ReplicationUser + `'@'%';
-CREATE USER IF NOT EXISTS '` + ExporterUser + `'@'%' IDENTIFIED BY '${DOLPHIN_EXPORTER_PASSWORD}' WITH MAX_USER_CONNECTIONS 3;
+CREATE USER IF NOT EXISTS '` + ExporterUser + `'@'%' IDENTIFIED BY '${DOLPHIN_EXPORTER_PASSWORD}' WITH MAX_USER_CONNECTIONS 3 ACCOUNT LOCK;
 GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO '` + ExporterUser + `'@'%';
-CREATE USER IF NOT EXISTS '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}';
+CREATE USER IF NOT EXISTS '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}' ACCOUNT LOCK;
 GRANT SELECT, SHOW VIEW, TRIGGER, LOCK TABLES, EVENT, RELOAD, PROCESS, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + BackupUser + `'@'%';
+ALTER USER '` + AdminUser + `'@'%', '` + ReplicationUser + `'@'%', '` + ExporterUser + `'@'%', '` + BackupUser + `'@'%' ACCOUNT UNLOCK;
 `
 
 // AccountStatements splits AccountsSQL into statements with the variables expanded by

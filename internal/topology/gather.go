@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,15 +79,20 @@ func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
 		m.conns = map[string]mysql.Instance{}
 	}
 	// A pod that moved (new IP) or a rotated password leaves an old entry: drop it.
+	m.evict(cl, name)
+	m.conns[key] = conn
+	return conn, nil
+}
+
+// evict closes and forgets the pooled connections to one instance; the caller holds m.mu.
+func (m *Manager) evict(cl *cluster, name string) {
 	prefix := clusterKey(cl.obj) + name + "|"
-	for k, old := range m.conns {
-		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-			_ = old.Close()
+	for k, conn := range m.conns {
+		if strings.HasPrefix(k, prefix) {
+			_ = conn.Close()
 			delete(m.conns, k)
 		}
 	}
-	m.conns[key] = conn
-	return conn, nil
 }
 
 type gatherError string
@@ -157,6 +163,9 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 		m.down = map[string]time.Time{}
 	}
 	if err != nil {
+		// A pooled session may be what is wrong (one opened before its account was granted
+		// keeps no global privilege): the next pass starts from fresh connections.
+		m.evict(cl, name)
 		since, ok := m.down[downKey]
 		if !ok {
 			since = m.now()
