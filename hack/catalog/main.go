@@ -26,6 +26,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/action"
 	"github.com/operator-framework/operator-registry/alpha/action/migrations"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/model"
 	"github.com/operator-framework/operator-registry/alpha/template/basic"
 	"github.com/operator-framework/operator-registry/pkg/image"
 	"sigs.k8s.io/yaml"
@@ -71,12 +72,13 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("render %s: %w", o.template, err)
 	}
-	if err := fillPackageIcon(cfg, renderer.dirs); err != nil {
-		return err
-	}
 	// The model conversion runs the same checks as `opm validate`: channels, edges, heads.
-	if _, err := declcfg.ConvertToModel(*cfg); err != nil {
+	m, err := declcfg.ConvertToModel(*cfg)
+	if err != nil {
 		return fmt.Errorf("rendered catalog is invalid: %w", err)
+	}
+	if err := fillPackageIcon(cfg, m, renderer.dirs); err != nil {
+		return err
 	}
 	var body bytes.Buffer
 	if err := declcfg.WriteYAML(*cfg, &body); err != nil {
@@ -168,11 +170,7 @@ func csvPath(dir string) (string, error) {
 // fillPackageIcon gives each package the icon of its default channel's head when the template
 // names none, so OperatorHub shows the same icon as the CSV it installs, without a copy of the
 // artwork in the template.
-func fillPackageIcon(cfg *declcfg.DeclarativeConfig, dirs map[string]string) error {
-	m, err := declcfg.ConvertToModel(*cfg)
-	if err != nil {
-		return fmt.Errorf("rendered catalog is invalid: %w", err)
-	}
+func fillPackageIcon(cfg *declcfg.DeclarativeConfig, m model.Model, dirs map[string]string) error {
 	for i := range cfg.Packages {
 		pkg := &cfg.Packages[i]
 		if pkg.Icon != nil || m[pkg.Name] == nil {

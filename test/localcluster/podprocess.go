@@ -50,10 +50,14 @@ func (c *Cluster) RunAsPod(ctx context.Context, pod *corev1.Pod, container, bina
 		return nil, fmt.Errorf("pod %s/%s has no IP yet", pod.Namespace, pod.Name)
 	}
 	root := filepath.Join(c.cfg.Dir, "pods", pod.Namespace+"_"+pod.Name, container)
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("while creating a client: %w", err)
+	}
 	var replacer []string
 	for _, m := range ctr.VolumeMounts {
 		dir := filepath.Join(root, "volumes", m.Name)
-		if err := c.fillVolume(ctx, pod, m.Name, dir); err != nil {
+		if err := fillVolume(ctx, cs, pod, m.Name, dir); err != nil {
 			return nil, err
 		}
 		replacer = append(replacer, m.MountPath, dir)
@@ -81,7 +85,7 @@ func (c *Cluster) RunAsPod(ctx context.Context, pod *corev1.Pod, container, bina
 
 // fillVolume makes dir hold what the pod's volume name would show its container. A
 // projected ServiceAccount token is left out: the process authenticates through KUBECONFIG.
-func (c *Cluster) fillVolume(ctx context.Context, pod *corev1.Pod, name, dir string) error {
+func fillVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, name, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("while creating %s: %w", dir, err)
 	}
@@ -93,17 +97,17 @@ func (c *Cluster) fillVolume(ctx context.Context, pod *corev1.Pod, name, dir str
 		switch {
 		case v.EmptyDir != nil:
 		case v.Secret != nil:
-			err = c.writeSecret(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, dir)
+			err = writeSecret(ctx, cs, pod.Namespace, v.Secret.SecretName, v.Secret.Items, dir)
 		case v.ConfigMap != nil:
-			err = c.writeConfigMap(ctx, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, dir)
+			err = writeConfigMap(ctx, cs, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, dir)
 		case v.Projected != nil:
 			for _, src := range v.Projected.Sources {
 				switch {
 				case err != nil:
 				case src.Secret != nil:
-					err = c.writeSecret(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, dir)
+					err = writeSecret(ctx, cs, pod.Namespace, src.Secret.Name, src.Secret.Items, dir)
 				case src.ConfigMap != nil:
-					err = c.writeConfigMap(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, dir)
+					err = writeConfigMap(ctx, cs, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, dir)
 				case src.DownwardAPI != nil:
 					for _, it := range src.DownwardAPI.Items {
 						if it.FieldRef != nil && it.FieldRef.FieldPath == "metadata.namespace" {
@@ -124,11 +128,7 @@ func (c *Cluster) fillVolume(ctx context.Context, pod *corev1.Pod, name, dir str
 	return fmt.Errorf("pod %s/%s mounts volume %s, which it does not have", pod.Namespace, pod.Name, name)
 }
 
-func (c *Cluster) writeSecret(ctx context.Context, ns, name string, items []corev1.KeyToPath, dir string) error {
-	cs, err := kubernetes.NewForConfig(c.restConfig)
-	if err != nil {
-		return err
-	}
+func writeSecret(ctx context.Context, cs kubernetes.Interface, ns, name string, items []corev1.KeyToPath, dir string) error {
 	s, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -136,11 +136,7 @@ func (c *Cluster) writeSecret(ctx context.Context, ns, name string, items []core
 	return writeKeys(dir, s.Data, items)
 }
 
-func (c *Cluster) writeConfigMap(ctx context.Context, ns, name string, items []corev1.KeyToPath, dir string) error {
-	cs, err := kubernetes.NewForConfig(c.restConfig)
-	if err != nil {
-		return err
-	}
+func writeConfigMap(ctx context.Context, cs kubernetes.Interface, ns, name string, items []corev1.KeyToPath, dir string) error {
 	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
