@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,27 +96,21 @@ func dolphinInit(cs kubernetes.Interface) func(context.Context, *corev1.Pod, *my
 	}
 }
 
-// initEnv resolves the environment of the pod's "init" container (values and Secret keys).
+// initEnv resolves the environment of the pod's "init" container.
 func initEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (map[string]string, error) {
-	env := map[string]string{}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name != "init" {
-			continue
-		}
-		for _, e := range c.Env {
-			switch {
-			case e.ValueFrom == nil:
-				env[e.Name] = e.Value
-			case e.ValueFrom.SecretKeyRef != nil:
-				ref := e.ValueFrom.SecretKeyRef
-				s, err := cs.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-				if err != nil {
-					return nil, fmt.Errorf("while reading Secret %s for %s: %w", ref.Name, e.Name, err)
-				}
-				env[e.Name] = string(s.Data[ref.Key])
+	for k := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[k]; c.Name == "init" {
+			vars, err := podEnv(ctx, cs, pod, c, strings.NewReplacer())
+			if err != nil {
+				return nil, err
 			}
+			env := map[string]string{}
+			for _, kv := range vars {
+				name, value, _ := strings.Cut(kv, "=")
+				env[name] = value
+			}
+			return env, nil
 		}
-		return env, nil
 	}
 	return nil, fmt.Errorf("pod %s/%s has no init container", pod.Namespace, pod.Name)
 }

@@ -63,7 +63,7 @@ func (c *Cluster) RunAsPod(ctx context.Context, pod *corev1.Pod, container, bina
 		replacer = append(replacer, m.MountPath, dir)
 	}
 	mounts := strings.NewReplacer(replacer...)
-	env, err := podEnv(pod, ctr, mounts)
+	env, err := podEnv(ctx, cs, pod, ctr, mounts)
 	if err != nil {
 		return nil, err
 	}
@@ -175,14 +175,23 @@ func writeKeys(dir string, data map[string][]byte, items []corev1.KeyToPath) err
 var fieldKey = regexp.MustCompile(`^metadata\.(annotations|labels)\['([^']+)'\]$`)
 
 // podEnv resolves a container's environment the way the kubelet does for what fake pods can
-// have: literal values and downward-API field references.
-func podEnv(pod *corev1.Pod, ctr *corev1.Container, mounts *strings.Replacer) ([]string, error) {
+// have: literal values, Secret keys and downward-API field references.
+func podEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ctr *corev1.Container, mounts *strings.Replacer) ([]string, error) {
 	var env []string
 	for _, e := range ctr.Env {
 		value := mounts.Replace(e.Value)
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			ref := e.ValueFrom.SecretKeyRef
+			s, err := cs.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("env %s of %s: Secret %s: %w", e.Name, ctr.Name, ref.Name, err)
+			}
+			env = append(env, e.Name+"="+string(s.Data[ref.Key]))
+			continue
+		}
 		if e.ValueFrom != nil {
 			if e.ValueFrom.FieldRef == nil {
-				return nil, fmt.Errorf("env %s of %s: only values and fieldRef are supported here", e.Name, ctr.Name)
+				return nil, fmt.Errorf("env %s of %s: only values, secretKeyRef and fieldRef are supported here", e.Name, ctr.Name)
 			}
 			path := e.ValueFrom.FieldRef.FieldPath
 			switch path {
