@@ -107,7 +107,7 @@ verify-generated: manifests generate bundle catalog ## Fail when generated files
 ##@ Test
 
 .PHONY: test
-test: verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chainsaw scorecard-local ## Run every test tier (what CI runs).
+test: verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-olm test-chainsaw scorecard-local ## Run every test tier (what CI runs).
 
 # Packages by tier. Unit tests need nothing; envtest needs etcd + kube-apiserver; mysql needs
 # a provisioned mysqld; e2e needs the whole local cluster (and MySQL). A tier's helper fails,
@@ -133,6 +133,15 @@ test-mysql: mysql ## Tests against real mysqld instances.
 .PHONY: test-e2e
 test-e2e: build cluster-tools mysql kustomize ## Local end-to-end: control plane + kwok + real mysqld per pod.
 	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager $(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
+
+# OLM's CRDs come from the pinned OLM module (downloaded by `make olm`).
+OLM_CRDS = $(shell cd $(TOOLS)/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds
+
+.PHONY: test-olm
+test-olm: build cluster-tools mysql olm opm catalog-render ## Install and upgrade Dolphin through real OLM from its catalog (log: .run/test-olm.log).
+	@mkdir -p .run
+	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager DOLPHIN_OLM_CRDS=$(OLM_CRDS) \
+	  $(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/olm/... 2>&1 | tee .run/test-olm.log
 
 .PHONY: test-chainsaw
 test-chainsaw: build cluster-tools mysql chainsaw ## Chainsaw suites (test/chainsaw) against the local cluster with the operator.
@@ -228,12 +237,14 @@ bundle-build: ## Build the bundle image (needs a container engine).
 bundle-push: ## Push the bundle image.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
-.PHONY: catalog
-catalog: opm ## Render catalog/ from config/catalog (template + released bundles + bundle/) and validate it.
-	cd hack/catalog && go build -tags containers_image_openpgp -o $(LOCALBIN)/catalog-render .
+.PHONY: catalog catalog-render
+catalog: opm catalog-render ## Render catalog/ from config/catalog (template + released bundles + bundle/) and validate it.
 	$(LOCALBIN)/catalog-render --template config/catalog/template.yaml --bundles config/catalog/bundles \
 	  --dev-bundle bundle --image-repo $(IMAGE_TAG_BASE)-bundle --out catalog/dolphin-operator/catalog.yaml
 	$(OPM) validate catalog
+
+catalog-render: ## Build hack/catalog, the catalog renderer, into bin/.
+	cd hack/catalog && go build -tags containers_image_openpgp -o $(LOCALBIN)/catalog-render .
 
 .PHONY: catalog-build
 catalog-build: ## Build the catalog image (needs a container engine).

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -83,8 +84,15 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
 		"Folder holding tls.crt and tls.key for the webhook server (default: controller-runtime's).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
-	fs.StringVar(&o.mysqlAddresses, "mysql-addresses", string(topology.AddressDNS),
-		"How the operator and replicas reach instances: dns (the headless Service's names) or pod-ip.")
+	// The environment can set it too, so that an OLM install changes it through the
+	// Subscription's spec.config.env instead of editing the CSV's Deployment.
+	addresses := os.Getenv("DOLPHIN_MYSQL_ADDRESSES")
+	if addresses == "" {
+		addresses = string(topology.AddressDNS)
+	}
+	fs.StringVar(&o.mysqlAddresses, "mysql-addresses", addresses,
+		"How the operator and replicas reach instances: dns (the headless Service's names) or pod-ip "+
+			"(default from $DOLPHIN_MYSQL_ADDRESSES, else dns).")
 	fs.BoolVar(&o.selfIssueCert, "self-issue-webhook-cert", false,
 		"Issue the webhook certificate and inject its CA (installs without OLM or cert-manager).")
 	zapOpts := &zap.Options{}
@@ -115,6 +123,10 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 func main() {
 	o, zapOpts, err := parseOptions(os.Args[1:])
 	if err != nil {
+		// The flag package has printed its own errors with the usage; ours it has not.
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))

@@ -2,12 +2,14 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
 func TestParseOptionsReadsTheEnvironmentOLMSets(t *testing.T) {
 	t.Setenv("WATCH_NAMESPACE", " team-a, team-b ,,")
 	t.Setenv("ENABLE_WEBHOOKS", "false")
+	t.Setenv("DOLPHIN_MYSQL_ADDRESSES", "pod-ip")
 	o, _, err := parseOptions([]string{"--leader-elect", "--webhook-port=9999"})
 	if err != nil {
 		t.Fatal(err)
@@ -15,7 +17,7 @@ func TestParseOptionsReadsTheEnvironmentOLMSets(t *testing.T) {
 	if !slices.Equal(o.watchNamespaces, []string{"team-a", "team-b"}) {
 		t.Errorf("watch namespaces: %q", o.watchNamespaces)
 	}
-	if o.enableWebhooks || !o.leaderElect || o.webhookPort != 9999 {
+	if o.enableWebhooks || !o.leaderElect || o.webhookPort != 9999 || o.mysqlAddresses != "pod-ip" {
 		t.Errorf("unexpected options: %+v", o)
 	}
 }
@@ -23,11 +25,12 @@ func TestParseOptionsReadsTheEnvironmentOLMSets(t *testing.T) {
 func TestParseOptionsDefaults(t *testing.T) {
 	t.Setenv("WATCH_NAMESPACE", "")
 	t.Setenv("ENABLE_WEBHOOKS", "")
+	t.Setenv("DOLPHIN_MYSQL_ADDRESSES", "")
 	o, _, err := parseOptions(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.enableWebhooks || len(o.watchNamespaces) != 0 || !o.secureMetrics || o.enableHTTP2 {
+	if !o.enableWebhooks || len(o.watchNamespaces) != 0 || !o.secureMetrics || o.enableHTTP2 || o.mysqlAddresses != "dns" {
 		t.Errorf("unexpected defaults: %+v", o)
 	}
 }
@@ -35,5 +38,13 @@ func TestParseOptionsDefaults(t *testing.T) {
 func TestParseOptionsRejectsAnUnknownFlag(t *testing.T) {
 	if _, _, err := parseOptions([]string{"--no-such-flag"}); err == nil {
 		t.Fatal("an unknown flag was accepted")
+	}
+}
+
+func TestParseOptionsRejectsAnUnknownAddressModeFromTheEnvironment(t *testing.T) {
+	t.Setenv("DOLPHIN_MYSQL_ADDRESSES", "hostname")
+	_, _, err := parseOptions(nil)
+	if err == nil || !strings.Contains(err.Error(), "--mysql-addresses") {
+		t.Fatalf("want an error naming --mysql-addresses, got %v", err)
 	}
 }

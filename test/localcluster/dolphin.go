@@ -24,6 +24,9 @@ type DolphinOptions struct {
 	BinDir string
 	// Log receives progress lines.
 	Log io.Writer
+	// WithoutCRDs leaves Dolphin's CRDs out, for whoever installs them (OLM); with it,
+	// Manager must be empty.
+	WithoutCRDs bool
 }
 
 // Dolphin is a running local cluster with the pod runner and the operator (nil when
@@ -51,8 +54,14 @@ func StartDolphin(ctx context.Context, o DolphinOptions) (*Dolphin, error) {
 	if o.Log != nil {
 		fmt.Fprintf(o.Log, "MySQL: %s\n", mysql.Version)
 	}
-	c, err := Start(ctx, Config{Dir: o.Dir, BinDir: o.BinDir, Log: o.Log,
-		CRDPaths: []string{filepath.Join(o.RepoRoot, "config", "crd", "bases")}})
+	if o.WithoutCRDs && o.Manager != "" {
+		return nil, fmt.Errorf("localcluster: an operator needs its CRDs: set Manager or WithoutCRDs, not both")
+	}
+	cfg := Config{Dir: o.Dir, BinDir: o.BinDir, Log: o.Log}
+	if !o.WithoutCRDs {
+		cfg.CRDPaths = []string{filepath.Join(o.RepoRoot, "config", "crd", "bases")}
+	}
+	c, err := Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

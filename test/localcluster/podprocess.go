@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -34,8 +35,12 @@ func (c *Cluster) ServiceAccountKubeconfig(namespace, name string) (string, erro
 // arguments, its environment resolved as the kubelet would (values and downward-API field
 // references), each volume mount replaced by a folder of its own (in arguments and values
 // alike) holding what the volume would (a Secret's or ConfigMap's keys, an emptyDir
-// nothing), and KUBECONFIG acting as the pod's ServiceAccount. The pod must have its IP:
-// the process then answers for the pod inside the harness's network namespace.
+// nothing), and KUBECONFIG acting as the pod's ServiceAccount. The folders sit under one
+// root at their mount paths, and TMPDIR is that root's /tmp, so a program that finds a
+// mount through os.TempDir() (controller-runtime's default webhook certificate folder,
+// /tmp/k8s-webhook-server/serving-certs, where OLM mounts its certificate) finds it too.
+// The pod must have its IP: the process then answers for the pod inside the harness's
+// network namespace.
 func (c *Cluster) RunAsPod(ctx context.Context, pod *corev1.Pod, container, binary string) (*Process, error) {
 	var ctr *corev1.Container
 	for i := range pod.Spec.Containers {
@@ -55,8 +60,9 @@ func (c *Cluster) RunAsPod(ctx context.Context, pod *corev1.Pod, container, bina
 		return nil, fmt.Errorf("while creating a client: %w", err)
 	}
 	var replacer []string
+	fs := filepath.Join(root, "fs")
 	for _, m := range ctr.VolumeMounts {
-		dir := filepath.Join(root, "volumes", m.Name)
+		dir := filepath.Join(fs, filepath.Clean("/"+m.MountPath))
 		if err := fillVolume(ctx, cs, pod, m.Name, dir); err != nil {
 			return nil, err
 		}
@@ -75,12 +81,35 @@ func (c *Cluster) RunAsPod(ctx context.Context, pod *corev1.Pod, container, bina
 	if err != nil {
 		return nil, err
 	}
-	env = append(env, "KUBECONFIG="+kubeconfig, "TMPDIR="+root)
+	tmp := filepath.Join(fs, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("while creating %s: %w", tmp, err)
+	}
+	env = append(env, "KUBECONFIG="+kubeconfig, "TMPDIR="+tmp)
 	args := make([]string, len(ctr.Args))
 	for i, a := range ctr.Args {
 		args[i] = mounts.Replace(a)
 	}
-	return c.Run(pod.Name+"-"+container, binary, env, args...)
+	p, err := c.Run(pod.Name+"-"+container, binary, env, args...)
+	if err != nil {
+		return nil, err
+	}
+	go syncVolumes(cs, pod, ctr, fs, p)
+	return p, nil
+}
+
+// syncVolumes keeps the process's volumes up to date as the kubelet does (a rotated
+// certificate reaches a running container), every two seconds until the process ends. A
+// Secret that is briefly gone leaves the files as they were, as with the kubelet.
+func syncVolumes(cs kubernetes.Interface, pod *corev1.Pod, ctr *corev1.Container, fs string, p *Process) {
+	for p.Exited() == nil {
+		time.Sleep(2 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for _, m := range ctr.VolumeMounts {
+			_ = fillVolume(ctx, cs, pod, m.Name, filepath.Join(fs, filepath.Clean("/"+m.MountPath)))
+		}
+		cancel()
+	}
 }
 
 // fillVolume makes dir hold what the pod's volume name would show its container. A
@@ -165,7 +194,14 @@ func writeKeys(dir string, data map[string][]byte, items []corev1.KeyToPath) err
 		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 			return err
 		}
-		if err := os.WriteFile(file, data[key], 0o600); err != nil {
+		if old, err := os.ReadFile(file); err == nil && bytes.Equal(old, data[key]) {
+			continue
+		}
+		// Written aside and renamed into place: a reader never sees half a file.
+		if err := os.WriteFile(file+".new", data[key], 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(file+".new", file); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,209 @@
+package olm
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// Template is a basic catalog template (config/catalog/template.yaml's schema) held as
+// plain data, so a test can publish what a release manager would: promote a version to a
+// channel, or drop old versions from it.
+type Template struct {
+	Schema  string           `json:"schema"`
+	Entries []map[string]any `json:"entries"`
+}
+
+// ReadTemplate reads a basic catalog template.
+func ReadTemplate(path string) (*Template, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the catalog template: %w", err)
+	}
+	t := &Template{}
+	if err := yaml.Unmarshal(raw, t); err != nil {
+		return nil, fmt.Errorf("while parsing %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func (t *Template) channel(name string) (map[string]any, error) {
+	for _, e := range t.Entries {
+		if e["schema"] == "olm.channel" && e["name"] == name {
+			return e, nil
+		}
+	}
+	return nil, fmt.Errorf("the template has no channel %q", name)
+}
+
+func channelEntry(ch map[string]any, bundle string) (map[string]any, error) {
+	entries, _ := ch["entries"].([]any)
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok && m["name"] == bundle {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("channel %v has no entry %q", ch["name"], bundle)
+}
+
+// Promote copies bundle's entry (with its upgrade edges) from channel from to the end of
+// each of the channels to: the release of a version that was in candidate.
+func (t *Template) Promote(bundle, from string, to ...string) error {
+	src, err := t.channel(from)
+	if err != nil {
+		return err
+	}
+	entry, err := channelEntry(src, bundle)
+	if err != nil {
+		return err
+	}
+	for _, name := range to {
+		ch, err := t.channel(name)
+		if err != nil {
+			return err
+		}
+		entries, _ := ch["entries"].([]any)
+		ch["entries"] = append(entries, entry)
+	}
+	return nil
+}
+
+// OnlyHead reduces the package to one channel holding only bundle's entry from that
+// channel, reached from older versions by its skipRange alone: no replaces, and no older
+// bundle in the catalog. A subscription at an older version must upgrade through it.
+func (t *Template) OnlyHead(channel, bundle string) error {
+	// A bundle's image is tagged with its version: dolphin-operator.v0.2.0 -> ...:v0.2.0.
+	tag := ":" + bundle[strings.LastIndex(bundle, ".v")+1:]
+	ch, err := t.channel(channel)
+	if err != nil {
+		return err
+	}
+	entry, err := channelEntry(ch, bundle)
+	if err != nil {
+		return err
+	}
+	if entry["skipRange"] == nil {
+		return fmt.Errorf("entry %s of channel %s has no skipRange", bundle, channel)
+	}
+	head := map[string]any{"name": bundle, "skipRange": entry["skipRange"]}
+	kept := []map[string]any{}
+	for _, e := range t.Entries {
+		switch e["schema"] {
+		case "olm.package":
+			e["defaultChannel"] = channel
+			kept = append(kept, e)
+		case "olm.channel":
+			if e["name"] == channel {
+				e["entries"] = []any{head}
+				kept = append(kept, e)
+			}
+		case "olm.bundle":
+			if image, _ := e["image"].(string); strings.HasSuffix(image, tag) {
+				kept = append(kept, e)
+			}
+		}
+	}
+	t.Entries = kept
+	return nil
+}
+
+// Render writes the catalog the template describes into dir/dolphin-operator/catalog.yaml
+// with catalog-render (hack/catalog), bundles carried inline: OLM then needs no unpack Job,
+// which fake pods could not run. The bundles are the repository's, as for catalog/.
+func (t *Template) Render(ctx context.Context, renderBin, repoRoot, dir string) error {
+	raw, err := yaml.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "dolphin-operator"), 0o755); err != nil {
+		return err
+	}
+	tmpl := filepath.Join(dir, "template.yaml")
+	if err := os.WriteFile(tmpl, raw, 0o644); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, renderBin, "--inline", "--template", tmpl,
+		"--bundles", filepath.Join(repoRoot, "config", "catalog", "bundles"),
+		"--dev-bundle", filepath.Join(repoRoot, "bundle"),
+		"--out", filepath.Join(dir, "dolphin-operator", "catalog.yaml"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("catalog-render: %w\n%s", err, out)
+	}
+	// opm serve reads every file under its folder; the template is not part of the catalog.
+	return os.Remove(tmpl)
+}
+
+// ServeCatalog serves the file-based catalog in dir with opm on 127.0.0.1:port and
+// returns the address once it accepts connections. name tells the servers apart.
+func (m *OLM) ServeCatalog(ctx context.Context, name, dir string, port int) (string, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	// --pprof-addr "": each opm would otherwise claim :6060 and a second one die on it.
+	if err := m.run("opm-"+name, "opm", "serve", dir, "-p", strconv.Itoa(port),
+		"--termination-log", os.DevNull, "--pprof-addr", ""); err != nil {
+		return "", err
+	}
+	err := poll(ctx, time.Minute, "opm to serve "+name, func() error {
+		if err := m.procs["opm-"+name].Exited(); err != nil {
+			return err
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+	return addr, err
+}
+
+// StopCatalog stops the catalog server started under name.
+func (m *OLM) StopCatalog(name string) {
+	if p := m.procs["opm-"+name]; p != nil {
+		p.Stop(5 * time.Second)
+		delete(m.procs, "opm-"+name)
+	}
+}
+
+// SetCatalogSource creates the CatalogSource name in OLM's namespace pointing at addr, or
+// points the existing one there (publishing a new catalog), and waits until OLM's catalog
+// operator has connected to it.
+func (m *OLM) SetCatalogSource(ctx context.Context, name, addr string) (time.Duration, error) {
+	start := time.Now()
+	cs := &operatorsv1alpha1.CatalogSource{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace}}
+	err := m.k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs)
+	switch {
+	case apierrors.IsNotFound(err):
+		cs.Spec = operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Address: addr,
+			DisplayName: "Dolphin (test catalog)", Publisher: "Dolphin"}
+		err = m.k8s.Create(ctx, cs)
+	case err == nil:
+		patch := client.MergeFrom(cs.DeepCopy())
+		cs.Spec.Address = addr
+		err = m.k8s.Patch(ctx, cs, patch)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("while setting CatalogSource %s to %s: %w", name, addr, err)
+	}
+	err = poll(ctx, 2*time.Minute, "CatalogSource "+name+" to be READY at "+addr, func() error {
+		if err := m.k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
+			return err
+		}
+		st := cs.Status.GRPCConnectionState
+		if st == nil || st.Address != addr || st.LastObservedState != "READY" {
+			return fmt.Errorf("connection state %+v", st)
+		}
+		return nil
+	})
+	return time.Since(start), err
+}

@@ -1,0 +1,80 @@
+package olm_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dolphin-operator/dolphin/test/localcluster"
+	"github.com/dolphin-operator/dolphin/test/olm"
+)
+
+// These tests are about the upgrade graph OLM walks, not the operator: no operator process
+// runs (CSV phases do not depend on it), and each gets a control plane of its own, since
+// one cluster holds one install of the package.
+
+func startOLM(t *testing.T) (*olm.OLM, *olm.Timeline) {
+	t.Helper()
+	c, err := localcluster.Start(context.Background(), localcluster.Config{Log: os.Stderr})
+	require.NoError(t, err)
+	t.Cleanup(c.Stop)
+	m := installOLM(t, c)
+	tl := m.Watch(olm.OperatorsNamespace, os.Stderr)
+	t.Cleanup(tl.Stop)
+	return m, tl
+}
+
+// A catalog whose head is reached from older versions only by its skipRange (the older
+// bundle no longer published, no replaces edge) still upgrades an install of the older one.
+func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstall(t *testing.T) {
+	ctx := context.Background()
+	previous, next := versions(t)
+	m, tl := startOLM(t)
+	addr := serve(t, m, "release", readTemplate(t), 50051)
+	_, err := m.SetCatalogSource(ctx, catalogSource, addr)
+	require.NoError(t, err)
+	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous})
+	require.NoError(t, err)
+	_, err = m.WaitForCSV(ctx, previous, 3*time.Minute)
+	require.NoError(t, err)
+
+	skipOnly := readTemplate(t)
+	require.NoError(t, skipOnly.Promote(next, "candidate", "stable"))
+	require.NoError(t, skipOnly.OnlyHead("stable", next))
+	addr = serve(t, m, "skip-only", skipOnly, 50052)
+	published := tl.Mark("catalog with only " + next + " (skipRange) published")
+	_, err = m.SetCatalogSource(ctx, catalogSource, addr)
+	require.NoError(t, err)
+	_, err = m.WaitForCSV(ctx, next, 3*time.Minute)
+	require.NoError(t, err)
+	requirePlanComplete(t, m, next)
+	at, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	t.Logf("UPGRADE by skipRange %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (at - published).Seconds())
+	requireGone(t, m, previous)
+}
+
+// A Subscription to candidate without a starting CSV installs the candidate head directly.
+func TestASubscriptionToCandidateGetsTheCandidateHead(t *testing.T) {
+	ctx := context.Background()
+	previous, next := versions(t)
+	m, tl := startOLM(t)
+	addr := serve(t, m, "release", readTemplate(t), 50051)
+	_, err := m.SetCatalogSource(ctx, catalogSource, addr)
+	require.NoError(t, err)
+	subscribed := tl.Mark("Subscription to candidate")
+	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "candidate"})
+	require.NoError(t, err)
+	_, err = m.WaitForCSV(ctx, next, 3*time.Minute)
+	require.NoError(t, err)
+	plan, err := m.InstallPlanOf(ctx, next)
+	require.NoError(t, err)
+	require.Equal(t, []string{next}, plan.Spec.ClusterServiceVersionNames, "the head alone is installed")
+	at, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	t.Logf("INSTALL candidate head %s: Succeeded %.1fs after the Subscription", next, (at - subscribed).Seconds())
+	_, seen := tl.At("CSV "+previous, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	require.False(t, seen, "%s was never installed on the way", previous)
+}

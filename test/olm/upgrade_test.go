@@ -1,0 +1,271 @@
+package olm_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/test/envtest"
+	"github.com/dolphin-operator/dolphin/test/localcluster"
+	"github.com/dolphin-operator/dolphin/test/olm"
+	"github.com/dolphin-operator/dolphin/test/workload"
+)
+
+const catalogSource = "dolphin"
+
+// A platform team's path: subscribe to stable at the previous release, run a cluster
+// created through v1alpha1, then the next release is published to stable and OLM upgrades
+// the operator while the cluster keeps taking writes.
+func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T) {
+	ctx := context.Background()
+	previous, next := versions(t)
+	d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{
+		RepoRoot: envtest.RepoRoot(), WithoutCRDs: true, Log: os.Stderr})
+	require.NoError(t, err)
+	t.Cleanup(d.Stop)
+	m := installOLM(t, d.Cluster)
+	k8s := m.Client()
+	tl := m.Watch(olm.OperatorsNamespace, os.Stderr)
+	t.Cleanup(tl.Stop)
+
+	// The catalog as released: config/catalog/template.yaml, what catalog/ holds.
+	addr := serve(t, m, "release", readTemplate(t), 50051)
+	took, err := m.SetCatalogSource(ctx, catalogSource, addr)
+	require.NoError(t, err)
+	t.Logf("CatalogSource READY after %s", took.Round(10*time.Millisecond))
+	subscribed := tl.Mark("Subscription to stable at " + previous)
+	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous, Env: operatorEnv})
+	require.NoError(t, err)
+	_, err = m.WaitForCSV(ctx, previous, 3*time.Minute)
+	require.NoError(t, err)
+	requirePlanComplete(t, m, previous)
+	waitConversionByOLM(t, k8s)
+	installed, _ := tl.At("CSV "+previous, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	t.Logf("INSTALL %s: Succeeded %.1fs after the Subscription", previous, (installed - subscribed).Seconds())
+
+	// The operator of the installed version, as its pod, under its CSV's RBAC.
+	op1, pod1 := runOperator(t, d.Cluster, k8s, "")
+	ns, name := "shop", "orders"
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	three := int32(3)
+	require.NoError(t, k8s.Create(ctx, &mysqlv1alpha1.MySQLCluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       mysqlv1alpha1.MySQLClusterSpec{Replicas: &three, Version: "8.4", StorageSize: new(resource.MustParse("1Gi"))},
+	}))
+	waitReady(t, k8s, ns, name)
+	before := snapshot(t, k8s, ns, name)
+	writer, err := workload.StartWriter(ctx, k8s, d.Runner, ns, name)
+	require.NoError(t, err)
+
+	// The next release is published: promoted from candidate to fast and stable.
+	nextCatalog := readTemplate(t)
+	require.NoError(t, nextCatalog.Promote(next, "candidate", "fast", "stable"))
+	addr = serve(t, m, "next", nextCatalog, 50052)
+	published := tl.Mark("next catalog published (" + next + " in stable)")
+	publishedAt := time.Now()
+	_, err = m.SetCatalogSource(ctx, catalogSource, addr)
+	require.NoError(t, err)
+	_, err = m.WaitForCSV(ctx, next, 3*time.Minute)
+	require.NoError(t, err)
+	requirePlanComplete(t, m, next)
+	waitConversionByOLM(t, k8s)
+	upgraded, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	t.Logf("UPGRADE %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (upgraded - published).Seconds())
+	requireGone(t, m, previous)
+
+	// OLM rolled the operator's Deployment: its old pod's process stops as the pod did, the
+	// new version's runs as the new pod.
+	op1.Stop(10 * time.Second)
+	requireNoForbidden(t, op1)
+	op2, pod2 := runOperator(t, d.Cluster, k8s, string(pod1.UID))
+	tl.Mark("operator of " + next + " running as " + pod2.Name)
+	waitReady(t, k8s, ns, name)
+	time.Sleep(2 * time.Second) // a few more writes under the new operator
+	acks := writer.Stop()
+	requireUnchanged(t, k8s, d.Runner, before, time.Since(publishedAt))
+	requireNoLostWrites(t, d.Runner, ns, before.primary, acks)
+	t.Logf("writer: %d writes acknowledged across the upgrade; longest gap %s",
+		len(acks), writer.LongestGap(publishedAt, time.Now()).Round(time.Millisecond))
+
+	requireBothVersions(t, k8s, ns, name)
+	requireStoredAsHub(t, k8s, ns, name)
+	requireNoForbidden(t, op2)
+}
+
+// requireGone waits for the CSV an upgrade replaced to be deleted.
+func requireGone(t *testing.T, m *olm.OLM, csv string) {
+	t.Helper()
+	envtest.WaitFor(t, time.Minute, "the replaced CSV "+csv+" to go away", func() error {
+		err := m.Client().Get(context.Background(), client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: csv},
+			&operatorsv1alpha1.ClusterServiceVersion{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+}
+
+// requirePlanComplete waits for the InstallPlan of csv to complete: OLM marks it Complete
+// once every step is applied, which can be after the CSV has already succeeded.
+func requirePlanComplete(t *testing.T, m *olm.OLM, csv string) {
+	t.Helper()
+	var plan *operatorsv1alpha1.InstallPlan
+	envtest.WaitFor(t, time.Minute, "the InstallPlan of "+csv+" to complete", func() error {
+		var err error
+		if plan, err = m.InstallPlanOf(context.Background(), csv); err != nil {
+			return err
+		}
+		if plan.Status.Phase != operatorsv1alpha1.InstallPlanPhaseComplete {
+			return fmt.Errorf("InstallPlan %s is %q", plan.Name, plan.Status.Phase)
+		}
+		return nil
+	})
+	t.Logf("InstallPlan %s: %s, %d steps (%s)", plan.Name, plan.Status.Phase, len(plan.Status.Plan), planKinds(plan))
+}
+
+func planKinds(plan *operatorsv1alpha1.InstallPlan) string {
+	count := map[string]int{}
+	for _, s := range plan.Status.Plan {
+		count[s.Resource.Kind]++
+	}
+	var parts []string
+	for k, n := range count {
+		parts = append(parts, fmt.Sprintf("%d %s", n, k))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func waitReady(t *testing.T, k8s client.Client, ns, name string) {
+	t.Helper()
+	c := &mysqlv1beta1.MySQLCluster{}
+	took := envtest.WaitFor(t, 3*time.Minute, ns+"/"+name+" to be Ready with its primary", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		if c.Status.ObservedGeneration != c.Generation || c.Status.CurrentPrimary == "" ||
+			!meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) ||
+			!meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy) {
+			return fmt.Errorf("phase %s, primary %q, conditions %v", c.Status.Phase, c.Status.CurrentPrimary, c.Status.Conditions)
+		}
+		return nil
+	})
+	t.Logf("%s/%s Ready (primary %s) after %s", ns, name, c.Status.CurrentPrimary, took.Round(10*time.Millisecond))
+}
+
+// state is what an upgrade of the operator must leave alone.
+type state struct {
+	ns, name string
+	primary  string
+	pods     map[string]string // name -> UID
+	revision string
+}
+
+func snapshot(t *testing.T, k8s client.Client, ns, name string) state {
+	t.Helper()
+	ctx := context.Background()
+	c := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c))
+	sts := &appsv1.StatefulSet{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sts))
+	pods := &corev1.PodList{}
+	require.NoError(t, k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(sts.Spec.Selector.MatchLabels)))
+	s := state{ns: ns, name: name, primary: c.Status.CurrentPrimary, pods: map[string]string{}, revision: sts.Status.UpdateRevision}
+	for _, p := range pods.Items {
+		s.pods[p.Name] = string(p.UID)
+	}
+	require.Len(t, s.pods, 3)
+	return s
+}
+
+// requireUnchanged checks the upgrade restarted nothing: the same pods (UIDs), the same
+// StatefulSet revision, the same primary, and every mysqld up for longer than the upgrade.
+func requireUnchanged(t *testing.T, k8s client.Client, runner *localcluster.PodRunner, before state, upgrade time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	after := snapshot(t, k8s, before.ns, before.name)
+	require.Equal(t, before.pods, after.pods, "the upgrade recreated no pod")
+	require.Equal(t, before.revision, after.revision, "the upgrade changed no pod template")
+	require.Equal(t, before.primary, after.primary, "the upgrade moved no primary")
+	for pod := range before.pods {
+		d := rootDB(t, runner, before.ns, pod)
+		var variable string
+		var uptime int
+		require.NoError(t, d.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&variable, &uptime))
+		require.Greater(t, time.Duration(uptime)*time.Second, upgrade, "mysqld of %s ran through the upgrade", pod)
+	}
+}
+
+func rootDB(t *testing.T, runner *localcluster.PodRunner, ns, pod string) *sql.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	inst, err := runner.Instance(ctx, ns, pod)
+	require.NoError(t, err)
+	d, err := inst.DB()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func requireNoLostWrites(t *testing.T, runner *localcluster.PodRunner, ns, primary string, acks []workload.Ack) {
+	t.Helper()
+	require.NotEmpty(t, acks, "the writer wrote")
+	lost, err := workload.Lost(context.Background(), rootDB(t, runner, ns, primary), acks)
+	require.NoError(t, err)
+	require.Empty(t, lost, "every acknowledged write survives the upgrade")
+}
+
+// requireBothVersions reads the cluster through v1alpha1 and v1beta1: the new operator's
+// conversion webhook answers, and both say the same. It allows for a certificate OLM
+// rotates after the upgrade to reach the operator (the kubelet's volume sync, then
+// controller-runtime's certificate watcher).
+func requireBothVersions(t *testing.T, k8s client.Client, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	took := envtest.WaitFor(t, 30*time.Second, "the cluster to read the same through v1alpha1 and v1beta1", func() error {
+		old := &mysqlv1alpha1.MySQLCluster{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, old); err != nil {
+			return err
+		}
+		hub := &mysqlv1beta1.MySQLCluster{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, hub); err != nil {
+			return err
+		}
+		if *old.Spec.Replicas != *hub.Spec.Instances || old.Status.Primary != hub.Status.CurrentPrimary || old.Status.Primary == "" {
+			return fmt.Errorf("v1alpha1 replicas %d primary %q, v1beta1 instances %d primary %q",
+				*old.Spec.Replicas, old.Status.Primary, *hub.Spec.Instances, hub.Status.CurrentPrimary)
+		}
+		return nil
+	})
+	t.Logf("read through both versions (after %s)", took.Round(10*time.Millisecond))
+}
+
+// requireStoredAsHub checks the CRD records v1beta1 as its only stored version and that
+// etcd holds the cluster, created through v1alpha1, as v1beta1.
+func requireStoredAsHub(t *testing.T, k8s client.Client, ns, name string) {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Name: "mysqlclusters.mysql.dolphin-operator.io"}, crd))
+	require.Equal(t, []string{"v1beta1"}, crd.Status.StoredVersions)
+	raw := etcdValue(t, "/registry/mysql.dolphin-operator.io/mysqlclusters/"+ns+"/"+name)
+	require.Contains(t, string(raw), `"apiVersion":"mysql.dolphin-operator.io/v1beta1"`, "etcd holds the hub version")
+}
