@@ -8,6 +8,7 @@ import (
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 	"github.com/dolphin-operator/dolphin/test/olm"
@@ -57,24 +58,33 @@ func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstall(t *testing.T) {
 	requireGone(t, m, previous)
 }
 
-// A Subscription to candidate without a starting CSV installs the candidate head directly.
-func TestASubscriptionToCandidateGetsTheCandidateHead(t *testing.T) {
+// A Subscription to candidate without a starting CSV installs the candidate head directly;
+// with manual approval, nothing is installed until its InstallPlan is approved.
+func TestASubscriptionToCandidateGetsTheCandidateHeadOnceApproved(t *testing.T) {
 	ctx := context.Background()
 	previous, next := versions(t)
 	m, tl := startOLM(t)
 	addr := serve(t, m, "release", readTemplate(t), 50051)
 	_, err := m.SetCatalogSource(ctx, catalogSource, addr)
 	require.NoError(t, err)
-	subscribed := tl.Mark("Subscription to candidate")
-	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "candidate"})
+	subscribed := tl.Mark("Subscription to candidate, manual approval")
+	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "candidate", Manual: true})
 	require.NoError(t, err)
+
+	plan, err := m.ApprovePlan(ctx, next)
+	require.NoError(t, err)
+	csvs := &operatorsv1alpha1.ClusterServiceVersionList{}
+	require.NoError(t, m.Client().List(ctx, csvs, client.InNamespace(olm.OperatorsNamespace)))
+	require.Empty(t, csvs.Items, "nothing is installed before the InstallPlan is approved")
+	require.Equal(t, []string{next}, plan.Spec.ClusterServiceVersionNames, "the head alone is planned")
+	approved := tl.Mark("InstallPlan " + plan.Name + " approved")
+
 	_, err = m.WaitForCSV(ctx, next, 3*time.Minute)
 	require.NoError(t, err)
-	plan, err := m.InstallPlanOf(ctx, next)
-	require.NoError(t, err)
-	require.Equal(t, []string{next}, plan.Spec.ClusterServiceVersionNames, "the head alone is installed")
+	requirePlanComplete(t, m, next)
 	at, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
-	t.Logf("INSTALL candidate head %s: Succeeded %.1fs after the Subscription", next, (at - subscribed).Seconds())
+	t.Logf("INSTALL candidate head %s: plan awaiting approval %.1fs after the Subscription; Succeeded %.1fs after approval",
+		next, (approved - subscribed).Seconds(), (at - approved).Seconds())
 	_, seen := tl.At("CSV "+previous, string(operatorsv1alpha1.CSVPhaseSucceeded))
 	require.False(t, seen, "%s was never installed on the way", previous)
 }

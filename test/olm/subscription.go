@@ -22,9 +22,11 @@ type Subscription struct {
 	Channel, StartingCSV string
 	// Env is added to the operator's container (the Subscription's spec.config.env).
 	Env []corev1.EnvVar
+	// Manual leaves each InstallPlan for a human to approve (ApprovePlan); default Automatic.
+	Manual bool
 }
 
-// Subscribe creates the Subscription (automatic approval) in the operators namespace.
+// Subscribe creates the Subscription in the operators namespace.
 func (m *OLM) Subscribe(ctx context.Context, s Subscription) (*operatorsv1alpha1.Subscription, error) {
 	sub := &operatorsv1alpha1.Subscription{
 		ObjectMeta: metav1.ObjectMeta{Name: Package, Namespace: OperatorsNamespace},
@@ -33,6 +35,9 @@ func (m *OLM) Subscribe(ctx context.Context, s Subscription) (*operatorsv1alpha1
 			Channel: s.Channel, StartingCSV: s.StartingCSV,
 			InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
 		},
+	}
+	if s.Manual {
+		sub.Spec.InstallPlanApproval = operatorsv1alpha1.ApprovalManual
 	}
 	if len(s.Env) > 0 {
 		sub.Spec.Config = &operatorsv1alpha1.SubscriptionConfig{Env: s.Env}
@@ -83,4 +88,29 @@ func (m *OLM) InstallPlanOf(ctx context.Context, csv string) (*operatorsv1alpha1
 		}
 	}
 	return nil, fmt.Errorf("no InstallPlan installs %s", csv)
+}
+
+// ApprovePlan approves the InstallPlan that would install csv, as `kubectl patch
+// installplan ... approved=true` does, once OLM has made it and it waits for approval.
+func (m *OLM) ApprovePlan(ctx context.Context, csv string) (*operatorsv1alpha1.InstallPlan, error) {
+	var plan *operatorsv1alpha1.InstallPlan
+	err := poll(ctx, 2*time.Minute, "an InstallPlan for "+csv+" awaiting approval", func() error {
+		var err error
+		if plan, err = m.InstallPlanOf(ctx, csv); err != nil {
+			return err
+		}
+		if plan.Status.Phase != operatorsv1alpha1.InstallPlanPhaseRequiresApproval {
+			return fmt.Errorf("InstallPlan %s is %q", plan.Name, plan.Status.Phase)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	patch := client.MergeFrom(plan.DeepCopy())
+	plan.Spec.Approved = true
+	if err := m.k8s.Patch(ctx, plan, patch); err != nil {
+		return nil, fmt.Errorf("while approving InstallPlan %s: %w", plan.Name, err)
+	}
+	return plan, nil
 }
