@@ -156,8 +156,11 @@ func (m *OLM) run(name, bin string, args ...string) error {
 // client-side apply keeps) and waits until each is established.
 func (m *OLM) applyCRDs(ctx context.Context) error {
 	files, err := filepath.Glob(filepath.Join(m.opts.CRDDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("olm: no CRDs in %s (%v)", m.opts.CRDDir, err)
+	if err != nil {
+		return fmt.Errorf("olm: reading %s: %w", m.opts.CRDDir, err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("olm: no CRDs in %s", m.opts.CRDDir)
 	}
 	var names []string
 	for _, f := range files {

@@ -119,7 +119,7 @@ func requireGone(t *testing.T, m *olm.OLM, csv string) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 }
 
