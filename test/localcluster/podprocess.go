@@ -112,6 +112,22 @@ func syncVolumes(cs kubernetes.Interface, pod *corev1.Pod, ctr *corev1.Container
 	}
 }
 
+// ForbiddenCalls returns the lines of the process's log that report an API call refused
+// by RBAC: for a process run by RunAsPod, a right its ServiceAccount lacks.
+func (p *Process) ForbiddenCalls() ([]string, error) {
+	log, err := os.ReadFile(p.LogPath())
+	if err != nil {
+		return nil, fmt.Errorf("while reading the log of %s: %w", p.p.name, err)
+	}
+	var refused []string
+	for line := range strings.SplitSeq(string(log), "\n") {
+		if strings.Contains(line, "forbidden") {
+			refused = append(refused, line)
+		}
+	}
+	return refused, nil
+}
+
 // fillVolume makes dir hold what the pod's volume name would show its container. A
 // projected ServiceAccount token is left out: the process authenticates through KUBECONFIG.
 func fillVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, name, dir string) error {

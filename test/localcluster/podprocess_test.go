@@ -44,12 +44,7 @@ func TestRunAsPodPlaysEnvironmentAndVolumes(t *testing.T) {
 			},
 		},
 	}
-	pod, err = kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	require.NoError(t, err)
-	eventually(t, time.Minute, "the pod to get an IP", func() (bool, string) {
-		pod, err = kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		return err == nil && pod.Status.PodIP != "", pod.Status.PodIP
-	})
+	pod = createWithIP(t, ns, pod)
 	p, err := cluster.RunAsPod(ctx, pod, "main", "/bin/sh")
 	require.NoError(t, err)
 	want := ns + " ANNOTATED CERT CONF KEY"
@@ -72,7 +67,7 @@ func TestRunAsPodKeepsSecretVolumesInSync(t *testing.T) {
 	secret, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "certs"},
 		Data: map[string][]byte{"tls.crt": []byte("FIRST")}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	pod, err := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	pod := createWithIP(t, ns, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "watcher"},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "main", Image: "x",
@@ -80,11 +75,6 @@ func TestRunAsPodKeepsSecretVolumesInSync(t *testing.T) {
 				VolumeMounts: []corev1.VolumeMount{{Name: "certs", MountPath: "/certs"}}}},
 			Volumes: []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "certs"}}}},
 		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	eventually(t, time.Minute, "the pod to get an IP", func() (bool, string) {
-		pod, err = kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		return err == nil && pod.Status.PodIP != "", pod.Status.PodIP
 	})
 	p, err := cluster.RunAsPod(ctx, pod, "main", "/bin/sh")
 	require.NoError(t, err)
@@ -100,4 +90,17 @@ func TestRunAsPodKeepsSecretVolumesInSync(t *testing.T) {
 	_, err = kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	eventually(t, 15*time.Second, "the updated content", seen("SECOND"))
+}
+
+// createWithIP creates pod in ns and returns it once kwok has given it an IP.
+func createWithIP(t *testing.T, ns string, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	eventually(t, time.Minute, "the pod to get an IP", func() (bool, string) {
+		pod, err = kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && pod.Status.PodIP != "", pod.Status.PodIP
+	})
+	return pod
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"testing"
-	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/require"
@@ -35,24 +34,17 @@ func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstall(t *testing.T) {
 	ctx := context.Background()
 	previous, next := versions(t)
 	m, tl := startOLM(t)
-	addr := serve(t, m, "release", readTemplate(t), 50051)
-	_, err := m.SetCatalogSource(ctx, catalogSource, addr)
+	publish(t, m, "release", readTemplate(t), 50051)
+	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous})
 	require.NoError(t, err)
-	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous})
-	require.NoError(t, err)
-	_, err = m.WaitForCSV(ctx, previous, 3*time.Minute)
-	require.NoError(t, err)
+	waitInstalled(t, m, previous)
 
 	skipOnly := readTemplate(t)
 	require.NoError(t, skipOnly.Promote(next, "candidate", "stable"))
 	require.NoError(t, skipOnly.OnlyHead("stable", next))
-	addr = serve(t, m, "skip-only", skipOnly, 50052)
 	published := tl.Mark("catalog with only " + next + " (skipRange) published")
-	_, err = m.SetCatalogSource(ctx, catalogSource, addr)
-	require.NoError(t, err)
-	_, err = m.WaitForCSV(ctx, next, 3*time.Minute)
-	require.NoError(t, err)
-	requirePlanComplete(t, m, next)
+	publish(t, m, "skip-only", skipOnly, 50052)
+	waitInstalled(t, m, next)
 	at, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
 	t.Logf("UPGRADE by skipRange %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (at - published).Seconds())
 	requireGone(t, m, previous)
@@ -64,11 +56,9 @@ func TestASubscriptionToCandidateGetsTheCandidateHeadOnceApproved(t *testing.T) 
 	ctx := context.Background()
 	previous, next := versions(t)
 	m, tl := startOLM(t)
-	addr := serve(t, m, "release", readTemplate(t), 50051)
-	_, err := m.SetCatalogSource(ctx, catalogSource, addr)
-	require.NoError(t, err)
+	publish(t, m, "release", readTemplate(t), 50051)
 	subscribed := tl.Mark("Subscription to candidate, manual approval")
-	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "candidate", Manual: true})
+	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "candidate", Manual: true})
 	require.NoError(t, err)
 
 	plan, err := m.ApprovePlan(ctx, next)
@@ -79,9 +69,7 @@ func TestASubscriptionToCandidateGetsTheCandidateHeadOnceApproved(t *testing.T) 
 	require.Equal(t, []string{next}, plan.Spec.ClusterServiceVersionNames, "the head alone is planned")
 	approved := tl.Mark("InstallPlan " + plan.Name + " approved")
 
-	_, err = m.WaitForCSV(ctx, next, 3*time.Minute)
-	require.NoError(t, err)
-	requirePlanComplete(t, m, next)
+	waitInstalled(t, m, next)
 	at, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
 	t.Logf("INSTALL candidate head %s: plan awaiting approval %.1fs after the Subscription; Succeeded %.1fs after approval",
 		next, (approved - subscribed).Seconds(), (at - approved).Seconds())
