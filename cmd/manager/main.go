@@ -19,6 +19,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/controllers"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/internal/storageversion"
 	"github.com/dolphin-operator/dolphin/internal/topology"
 	"github.com/dolphin-operator/dolphin/internal/version"
 	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
@@ -147,6 +149,19 @@ func main() {
 		log.Error(err, "Failed to create the manager")
 		os.Exit(1)
 	}
+	if err := setup(mgr, o, certClient); err != nil {
+		log.Error(err, "Failed to set up the manager")
+		os.Exit(1)
+	}
+	log.Info("Starting the manager")
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "The manager stopped with an error")
+		os.Exit(1)
+	}
+}
+
+// setup registers the controllers, webhooks, runnables and health checks with the manager.
+func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	if err := (&controllers.MySQLClusterReconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
@@ -155,20 +170,32 @@ func main() {
 		Topology: &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("dolphin-operator"),
 			Addresses: topology.Addresses(o.mysqlAddresses)},
 	}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "Failed to set up the MySQLCluster controller")
-		os.Exit(1)
+		return fmt.Errorf("the MySQLCluster controller: %w", err)
 	}
 	if o.enableWebhooks {
 		if err := setupWebhooks(mgr); err != nil {
-			log.Error(err, "Failed to set up the webhooks")
-			os.Exit(1)
+			return fmt.Errorf("the webhooks: %w", err)
+		}
+	}
+	// After an upgrade that changes a CRD's storage version, objects still stored in the old
+	// one are rewritten so a later release can stop serving it.
+	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("a discovery client: %w", err)
+	}
+	if err := mgr.Add(&storageversion.Migrator{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+		Discovery: disco, CRDs: storageversion.CRDs}); err != nil {
+		return fmt.Errorf("the storage version migrator: %w", err)
+	}
+	if o.enableWebhooks && o.selfIssueCert {
+		if err := mgr.Add(&webhookcert.Rotator{Client: certClient, Options: webhookCertOptions(o), Now: time.Now}); err != nil {
+			return fmt.Errorf("the webhook certificate rotator: %w", err)
 		}
 	}
 	// +kubebuilder:scaffold:builder
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "Failed to add the health check")
-		os.Exit(1)
+		return fmt.Errorf("the health check: %w", err)
 	}
 	readyCheck := healthz.Ping
 	if o.enableWebhooks {
@@ -177,20 +204,9 @@ func main() {
 		readyCheck = mgr.GetWebhookServer().StartedChecker()
 	}
 	if err := mgr.AddReadyzCheck("readyz", readyCheck); err != nil {
-		log.Error(err, "Failed to add the readiness check")
-		os.Exit(1)
+		return fmt.Errorf("the readiness check: %w", err)
 	}
-	log.Info("Starting the manager")
-	if o.enableWebhooks && o.selfIssueCert {
-		if err := mgr.Add(&webhookcert.Rotator{Client: certClient, Options: webhookCertOptions(o), Now: time.Now}); err != nil {
-			log.Error(err, "Failed to add the webhook certificate rotator")
-			os.Exit(1)
-		}
-	}
-	if err := mgr.Start(ctx); err != nil {
-		log.Error(err, "The manager stopped with an error")
-		os.Exit(1)
-	}
+	return nil
 }
 
 func newManager(o options) (ctrl.Manager, error) {

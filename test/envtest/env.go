@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -33,6 +34,8 @@ type Env struct {
 	Scheme *k8sruntime.Scheme
 	// Manager is set when webhooks were asked for; register controllers before Start.
 	Manager ctrl.Manager
+	// EtcdURL is the API server's etcd, for reading what it stored (EtcdValue).
+	EtcdURL string
 }
 
 // Options select what the environment runs.
@@ -45,10 +48,10 @@ type Options struct {
 	Setup func(ctrl.Manager) error
 }
 
-// Scheme returns a scheme with the built-in types and both Dolphin API versions.
+// Scheme returns a scheme with the built-in types, CRDs and both Dolphin API versions.
 func Scheme() *k8sruntime.Scheme {
 	s := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme,
+	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
 		mysqlv1alpha1.AddToScheme, mysqlv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
@@ -90,7 +93,7 @@ func Start(t testing.TB, o Options, setupWebhooks func(ctrl.Manager) error) *Env
 	if err != nil {
 		t.Fatalf("starting envtest: %v", err)
 	}
-	e := &Env{Config: cfg, Scheme: s}
+	e := &Env{Config: cfg, Scheme: s, EtcdURL: env.ControlPlane.Etcd.URL.String()}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: s}); err != nil {
 		t.Fatalf("creating a client: %v", err)
 	}

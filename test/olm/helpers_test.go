@@ -1,14 +1,11 @@
 package olm_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -169,25 +166,6 @@ func requireNoForbidden(t *testing.T, p *localcluster.Process) {
 	require.Empty(t, refused, "the operator was refused API calls under the CSV's RBAC")
 }
 
-// etcdValue reads the bytes the API server stored for key, straight from etcd (its JSON
-// gateway): what "stored as v1beta1" means, without trusting the API server to say so.
-func etcdValue(t *testing.T, key string) []byte {
-	t.Helper()
-	body, err := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
-	require.NoError(t, err)
-	resp, err := http.Post("http://127.0.0.1:2379/v3/kv/range", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Kvs []struct {
-			Value []byte `json:"value"`
-		} `json:"kvs"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-	require.Len(t, out.Kvs, 1, "etcd holds %s", key)
-	return out.Kvs[0].Value
-}
-
 // waitConversionByOLM waits until both CRDs send conversions to the Service OLM made for
 // the operator's Deployment, with OLM's CA. The catalog operator applies the CRDs as the
 // bundle has them (pointing at config/default's Service) and the olm operator then rewires
@@ -213,4 +191,52 @@ func waitConversionByOLM(t *testing.T, k8s client.Client) {
 		return nil
 	})
 	t.Logf("conversion webhook wired by OLM after %s", took.Round(10*time.Millisecond))
+}
+
+// right is one verb on one resource of one API group.
+type right struct{ group, resource, verb string }
+
+// csvRights lists the rights a bundle's CSV asks for (cluster-wide and namespaced alike:
+// for an AllNamespaces install OLM grants both cluster-wide).
+func csvRights(t *testing.T, manifests string) map[right]bool {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(manifests, "dolphin-operator.clusterserviceversion.yaml"))
+	require.NoError(t, err)
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	require.NoError(t, yaml.Unmarshal(raw, csv))
+	spec := csv.Spec.InstallStrategy.StrategySpec
+	rights := map[right]bool{}
+	for _, p := range append(spec.ClusterPermissions, spec.Permissions...) {
+		for _, r := range p.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						rights[right{g, res, v}] = true
+					}
+				}
+			}
+		}
+	}
+	return rights
+}
+
+var refusal = regexp.MustCompile(`cannot (\w+) resource \\?"([^"\\]+)\\?" in API group \\?"([^"\\]*)\\?"`)
+
+// requireRefusedOnlyWhatNextAdds checks the operator run under the previous release's CSV:
+// it is this checkout's binary, so it may be refused the rights the next release's CSV adds
+// (that is why the next release adds them), and nothing else.
+func requireRefusedOnlyWhatNextAdds(t *testing.T, p *localcluster.Process, previous string) {
+	t.Helper()
+	root := envtest.RepoRoot()
+	before := csvRights(t, filepath.Join(root, "config", "catalog", "bundles", strings.TrimPrefix(previous, olm.Package+".v"), "manifests"))
+	after := csvRights(t, filepath.Join(root, "bundle", "manifests"))
+	refused, err := p.ForbiddenCalls()
+	require.NoError(t, err)
+	for _, line := range refused {
+		m := refusal.FindStringSubmatch(line)
+		require.NotNil(t, m, "a refusal that names no right: %s", line)
+		r := right{group: m[3], resource: m[2], verb: m[1]}
+		require.True(t, after[r] && !before[r], "refused %v, which the next release does not add: %s", r, line)
+	}
+	t.Logf("under %s's RBAC: %d refused calls, each for a right the next release adds", previous, len(refused))
 }
