@@ -45,7 +45,7 @@ func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstall(t *testing.T) {
 	published := tl.Mark("catalog with only " + next + " (skipRange) published")
 	publish(t, m, "skip-only", skipOnly, 50052)
 	waitInstalled(t, m, next)
-	at, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	at := succeededAt(t, tl, "CSV "+next)
 	t.Logf("UPGRADE by skipRange %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (at - published).Seconds())
 	requireGone(t, m, previous)
 }
@@ -70,9 +70,9 @@ func TestASubscriptionToCandidateGetsTheCandidateHeadOnceApproved(t *testing.T) 
 	approved := tl.Mark("InstallPlan " + plan.Name + " approved")
 
 	waitInstalled(t, m, next)
-	at, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	at := succeededAt(t, tl, "CSV "+next)
 	t.Logf("INSTALL candidate head %s: plan awaiting approval %.1fs after the Subscription; Succeeded %.1fs after approval",
 		next, (approved - subscribed).Seconds(), (at - approved).Seconds())
-	_, seen := tl.At("CSV "+previous, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	_, seen := tl.Seen("CSV "+previous, string(operatorsv1alpha1.CSVPhaseSucceeded))
 	require.False(t, seen, "%s was never installed on the way", previous)
 }

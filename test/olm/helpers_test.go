@@ -240,3 +240,11 @@ func requireRefusedOnlyWhatNextAdds(t *testing.T, p *localcluster.Process, previ
 	}
 	t.Logf("under %s's RBAC: %d refused calls, each for a right the next release adds", previous, len(refused))
 }
+
+// succeededAt is when the timeline saw object reach Succeeded.
+func succeededAt(t *testing.T, tl *olm.Timeline, object string) time.Duration {
+	t.Helper()
+	at, ok := tl.At(object, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	require.True(t, ok, "the timeline saw %s succeed", object)
+	return at
+}

@@ -55,8 +55,18 @@ func (t *Timeline) Stop() {
 	<-t.done
 }
 
-// At says when object (e.g. "CSV dolphin-operator.v0.1.0") was first seen in state.
+// At says when object (e.g. "CSV dolphin-operator.v0.1.0") was first seen in state, waiting
+// up to five seconds for the timeline's poll to catch up with what a test saw itself.
 func (t *Timeline) At(object, state string) (time.Duration, bool) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if d, ok := t.Seen(object, state); ok || time.Now().After(deadline) {
+			return d, ok
+		}
+	}
+}
+
+// Seen says whether, and when, object has been seen in state so far.
+func (t *Timeline) Seen(object, state string) (time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d, ok := t.first[object+" "+state]

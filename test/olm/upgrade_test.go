@@ -53,7 +53,7 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	require.NoError(t, err)
 	waitInstalled(t, m, previous)
 	waitConversionByOLM(t, k8s)
-	installed, _ := tl.At("CSV "+previous, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	installed := succeededAt(t, tl, "CSV "+previous)
 	t.Logf("INSTALL %s: Succeeded %.1fs after the Subscription", previous, (installed - subscribed).Seconds())
 
 	// The operator of the installed version, as its pod, under its CSV's RBAC.
@@ -78,7 +78,7 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	publish(t, m, "next", nextCatalog, 50052)
 	waitInstalled(t, m, next)
 	waitConversionByOLM(t, k8s)
-	upgraded, _ := tl.At("CSV "+next, string(operatorsv1alpha1.CSVPhaseSucceeded))
+	upgraded := succeededAt(t, tl, "CSV "+next)
 	t.Logf("UPGRADE %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (upgraded - published).Seconds())
 	requireGone(t, m, previous)
 
