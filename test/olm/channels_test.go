@@ -29,13 +29,16 @@ func startOLM(t *testing.T) (*olm.OLM, *olm.Timeline) {
 }
 
 // A catalog whose head is reached from older versions only by its skipRange (the older
-// bundle no longer published, no replaces edge) still upgrades an install of the older one.
-func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstall(t *testing.T) {
+// bundle no longer published, no replaces edge) still upgrades an install of the older one;
+// under manual approval, only once the upgrade's InstallPlan is approved.
+func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstallOnceApproved(t *testing.T) {
 	ctx := context.Background()
 	previous, next := versions(t)
 	m, tl := startOLM(t)
 	publish(t, m, "release", readTemplate(t), 50051)
-	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous})
+	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous, Manual: true})
+	require.NoError(t, err)
+	_, err = m.ApprovePlan(ctx, previous)
 	require.NoError(t, err)
 	waitInstalled(t, m, previous)
 
@@ -44,9 +47,17 @@ func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstall(t *testing.T) {
 	require.NoError(t, skipOnly.OnlyHead("stable", next))
 	published := tl.Mark("catalog with only " + next + " (skipRange) published")
 	publish(t, m, "skip-only", skipOnly, 50052)
+	plan, err := m.ApprovePlan(ctx, next)
+	require.NoError(t, err)
+	csvs := &operatorsv1alpha1.ClusterServiceVersionList{}
+	require.NoError(t, m.Client().List(ctx, csvs, client.InNamespace(olm.OperatorsNamespace)))
+	require.Len(t, csvs.Items, 1, "no upgrade before its InstallPlan is approved")
+	require.Equal(t, previous, csvs.Items[0].Name)
+	approved := tl.Mark("InstallPlan " + plan.Name + " approved")
 	waitInstalled(t, m, next)
 	at := succeededAt(t, tl, "CSV "+next)
-	t.Logf("UPGRADE by skipRange %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (at - published).Seconds())
+	t.Logf("UPGRADE by skipRange %s -> %s: awaiting approval %.1fs after the catalog was published; Succeeded %.1fs after approval",
+		previous, next, (approved - published).Seconds(), (at - approved).Seconds())
 	requireGone(t, m, previous)
 }
 

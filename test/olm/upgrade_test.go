@@ -98,7 +98,42 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 
 	requireBothVersions(t, k8s, ns, name)
 	requireStoredAsHub(t, k8s, ns, name)
+	uninstall(t, m, ns, name, next)
 	requireNoForbidden(t, op2)
+}
+
+// uninstall removes Dolphin as docs/olm.md says: clusters first, while the operator runs
+// (their finalizer is its to remove), then the Subscription and the CSV. OLM removes the
+// operator's Deployment and leaves the CRDs.
+func uninstall(t *testing.T, m *olm.OLM, ns, name, csv string) {
+	t.Helper()
+	ctx := context.Background()
+	k8s := m.Client()
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	require.NoError(t, k8s.Delete(ctx, c))
+	envtest.WaitFor(t, 2*time.Minute, "the cluster to be deleted", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), c); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%w), finalizers %v", err, c.Finalizers)
+		}
+		return nil
+	})
+	for _, obj := range []client.Object{
+		&operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: olm.OperatorsNamespace, Name: olm.Package}},
+		&operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: olm.OperatorsNamespace, Name: csv}},
+	} {
+		require.NoError(t, k8s.Delete(ctx, obj))
+	}
+	took := envtest.WaitFor(t, time.Minute, "OLM to remove the operator's Deployment", func() error {
+		d := &appsv1.Deployment{}
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: "dolphin-controller-manager"}, d)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+	t.Logf("UNINSTALL: cluster deleted, then the operator's Deployment gone %s after the CSV's deletion", took.Round(10*time.Millisecond))
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Name: "mysqlclusters.mysql.dolphin-operator.io"}, crd), "OLM leaves the CRDs")
 }
 
 // requireGone waits for the CSV an upgrade replaced to be deleted.
