@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -264,6 +265,15 @@ func (r *PodRunner) Instance(ctx context.Context, namespace, name string) (*mysq
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// DB opens a root connection to the mysqld serving a pod, once it has started.
+func (r *PodRunner) DB(ctx context.Context, namespace, name string) (*sql.DB, error) {
+	inst, err := r.Instance(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return inst.DB()
 }
 
 // Running lists the pods (namespace/name) that have a mysqld, started or starting.

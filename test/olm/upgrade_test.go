@@ -240,13 +240,12 @@ func requireUnchanged(t *testing.T, k8s client.Client, runner *localcluster.PodR
 	}
 }
 
+// rootDB is a root connection to a pod's mysqld, closed when the test ends.
 func rootDB(t *testing.T, runner *localcluster.PodRunner, ns, pod string) *sql.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	inst, err := runner.Instance(ctx, ns, pod)
-	require.NoError(t, err)
-	d, err := inst.DB()
+	d, err := runner.DB(ctx, ns, pod)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
