@@ -86,6 +86,13 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	upgraded := succeededAt(t, tl, "CSV "+next)
 	t.Logf("UPGRADE %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (upgraded - published).Seconds())
 	requireGone(t, m, previous)
+	// A container restart: while both CSVs existed their RBAC overlapped on the shared
+	// ServiceAccount (watches opened then keep running); from here the operator has only
+	// what the next CSV grants, which is what the forbidden-call check must judge.
+	op2.Stop(10 * time.Second)
+	requireNoForbidden(t, op2)
+	op2, _ = runOperator(t, d.Cluster, k8s, string(pod1.UID))
+	tl.Mark("operator of " + next + " restarted under its own CSV's RBAC only")
 	waitReady(t, k8s, ns, name)
 	time.Sleep(2 * time.Second) // a few more writes under the new operator
 	acks := writer.Stop()
