@@ -31,6 +31,14 @@ import (
 
 const catalogSource = "dolphin"
 
+// Ports of the catalog servers, below Linux's ephemeral range (32768-60999): opm's usual
+// 50051 can be held by any client connection's local end in the namespace, and opm then
+// dies with "address already in use".
+const (
+	releasePort = 31051
+	nextPort    = 31052
+)
+
 // A platform team's path: subscribe to stable at the previous release, run a cluster
 // created through v1alpha1, then the next release is published to stable and OLM upgrades
 // the operator while the cluster keeps taking writes.
@@ -47,7 +55,7 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	t.Cleanup(tl.Stop)
 
 	// The catalog as released: config/catalog/template.yaml, what catalog/ holds.
-	publish(t, m, "release", readTemplate(t), 50051)
+	publish(t, m, "release", readTemplate(t), releasePort)
 	subscribed := tl.Mark("Subscription to stable at " + previous)
 	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous, Env: operatorEnv})
 	require.NoError(t, err)
@@ -71,7 +79,7 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	require.NoError(t, nextCatalog.Promote(next, "candidate", "fast", "stable"))
 	published := tl.Mark("next catalog published (" + next + " in stable)")
 	publishedAt := time.Now()
-	publish(t, m, "next", nextCatalog, 50052)
+	publish(t, m, "next", nextCatalog, nextPort)
 	// OLM rolls the operator's Deployment: the old pod's process stops when the pod goes,
 	// as the kubelet would stop it (OLM removes the old CSV's RBAC only later), and the new
 	// pod's starts at once: OLM's InstallPlan reads the existing clusters through the
