@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/dolphin-operator/dolphin/internal/resources"
@@ -37,22 +35,13 @@ func dolphinArgs(cs kubernetes.Interface, dir string, log io.Writer) func(*corev
 			if v.Name != "tls" || v.Secret == nil {
 				continue
 			}
-			s, err := cs.CoreV1().Secrets(pod.Namespace).Get(context.Background(), v.Secret.SecretName, metav1.GetOptions{})
-			if err != nil {
-				fmt.Fprintf(log, "podrunner: %s/%s: TLS Secret %s: %v\n", pod.Namespace, pod.Name, v.Secret.SecretName, err)
-				continue
-			}
 			tlsDir := filepath.Join(dir, "pod-tls", pod.Namespace+"_"+pod.Name)
-			if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+			if err := fillVolume(context.Background(), cs, pod, v.Name, tlsDir); err != nil {
 				fmt.Fprintf(log, "podrunner: %s/%s: %v\n", pod.Namespace, pod.Name, err)
 				continue
 			}
 			for flag, key := range map[string]string{"--ssl-ca": "ca.crt", "--ssl-cert": "tls.crt", "--ssl-key": "tls.key"} {
-				path := filepath.Join(tlsDir, key)
-				if err := os.WriteFile(path, s.Data[key], 0o600); err != nil {
-					fmt.Fprintf(log, "podrunner: %s/%s: %v\n", pod.Namespace, pod.Name, err)
-				}
-				args = append(args, flag+"="+path)
+				args = append(args, flag+"="+filepath.Join(tlsDir, key))
 			}
 		}
 		return args

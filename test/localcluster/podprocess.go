@@ -62,7 +62,7 @@ func (c *Cluster) RunAsPod(ctx context.Context, pod *corev1.Pod, container, bina
 	var replacer []string
 	fs := filepath.Join(root, "fs")
 	for _, m := range ctr.VolumeMounts {
-		dir := filepath.Join(fs, filepath.Clean("/"+m.MountPath))
+		dir := mountDir(fs, m)
 		if err := fillVolume(ctx, cs, pod, m.Name, dir); err != nil {
 			return nil, err
 		}
@@ -106,10 +106,15 @@ func syncVolumes(cs kubernetes.Interface, pod *corev1.Pod, ctr *corev1.Container
 		time.Sleep(2 * time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		for _, m := range ctr.VolumeMounts {
-			_ = fillVolume(ctx, cs, pod, m.Name, filepath.Join(fs, filepath.Clean("/"+m.MountPath)))
+			_ = fillVolume(ctx, cs, pod, m.Name, mountDir(fs, m))
 		}
 		cancel()
 	}
+}
+
+// mountDir is where a played container's mount lives: its mount path under the root fs.
+func mountDir(fs string, m corev1.VolumeMount) string {
+	return filepath.Join(fs, filepath.Clean("/"+m.MountPath))
 }
 
 // ForbiddenCalls returns the lines of the process's log that report an API call refused

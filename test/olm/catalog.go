@@ -48,24 +48,25 @@ func (t *Template) channel(name string) (map[string]any, error) {
 	return nil, fmt.Errorf("the template has no channel %q", name)
 }
 
-func channelEntry(ch map[string]any, bundle string) (map[string]any, error) {
+// entry returns bundle's entry in channel name.
+func (t *Template) entry(name, bundle string) (map[string]any, error) {
+	ch, err := t.channel(name)
+	if err != nil {
+		return nil, err
+	}
 	entries, _ := ch["entries"].([]any)
 	for _, e := range entries {
 		if m, ok := e.(map[string]any); ok && m["name"] == bundle {
 			return m, nil
 		}
 	}
-	return nil, fmt.Errorf("channel %v has no entry %q", ch["name"], bundle)
+	return nil, fmt.Errorf("channel %s has no entry %q", name, bundle)
 }
 
 // Promote copies bundle's entry (with its upgrade edges) from channel from to the end of
 // each of the channels to: the release of a version that was in candidate.
 func (t *Template) Promote(bundle, from string, to ...string) error {
-	src, err := t.channel(from)
-	if err != nil {
-		return err
-	}
-	entry, err := channelEntry(src, bundle)
+	entry, err := t.entry(from, bundle)
 	if err != nil {
 		return err
 	}
@@ -86,11 +87,7 @@ func (t *Template) Promote(bundle, from string, to ...string) error {
 func (t *Template) OnlyHead(channel, bundle string) error {
 	// A bundle's image is tagged with its version: dolphin-operator.v0.2.0 -> ...:v0.2.0.
 	tag := ":" + bundle[strings.LastIndex(bundle, ".v")+1:]
-	ch, err := t.channel(channel)
-	if err != nil {
-		return err
-	}
-	entry, err := channelEntry(ch, bundle)
+	entry, err := t.entry(channel, bundle)
 	if err != nil {
 		return err
 	}

@@ -90,20 +90,27 @@ func (m *OLM) InstallPlanOf(ctx context.Context, csv string) (*operatorsv1alpha1
 	return nil, fmt.Errorf("no InstallPlan installs %s", csv)
 }
 
-// ApprovePlan approves the InstallPlan that would install csv, as `kubectl patch
-// installplan ... approved=true` does, once OLM has made it and it waits for approval.
-func (m *OLM) ApprovePlan(ctx context.Context, csv string) (*operatorsv1alpha1.InstallPlan, error) {
+// WaitForPlan waits until the InstallPlan that installs csv is in phase, and returns it.
+func (m *OLM) WaitForPlan(ctx context.Context, csv string, phase operatorsv1alpha1.InstallPlanPhase,
+	timeout time.Duration) (*operatorsv1alpha1.InstallPlan, error) {
 	var plan *operatorsv1alpha1.InstallPlan
-	err := poll(ctx, 2*time.Minute, "an InstallPlan for "+csv+" awaiting approval", func() error {
+	err := poll(ctx, timeout, "the InstallPlan of "+csv+" to be "+string(phase), func() error {
 		var err error
 		if plan, err = m.InstallPlanOf(ctx, csv); err != nil {
 			return err
 		}
-		if plan.Status.Phase != operatorsv1alpha1.InstallPlanPhaseRequiresApproval {
+		if plan.Status.Phase != phase {
 			return fmt.Errorf("InstallPlan %s is %q", plan.Name, plan.Status.Phase)
 		}
 		return nil
 	})
+	return plan, err
+}
+
+// ApprovePlan approves the InstallPlan that would install csv, as `kubectl patch
+// installplan ... approved=true` does, once OLM has made it and it waits for approval.
+func (m *OLM) ApprovePlan(ctx context.Context, csv string) (*operatorsv1alpha1.InstallPlan, error) {
+	plan, err := m.WaitForPlan(ctx, csv, operatorsv1alpha1.InstallPlanPhaseRequiresApproval, 2*time.Minute)
 	if err != nil {
 		return nil, err
 	}

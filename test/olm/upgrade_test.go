@@ -183,17 +183,8 @@ func requireGone(t *testing.T, m *olm.OLM, csv string) {
 // once every step is applied, which can be after the CSV has already succeeded.
 func requirePlanComplete(t *testing.T, m *olm.OLM, csv string) {
 	t.Helper()
-	var plan *operatorsv1alpha1.InstallPlan
-	envtest.WaitFor(t, time.Minute, "the InstallPlan of "+csv+" to complete", func() error {
-		var err error
-		if plan, err = m.InstallPlanOf(context.Background(), csv); err != nil {
-			return err
-		}
-		if plan.Status.Phase != operatorsv1alpha1.InstallPlanPhaseComplete {
-			return fmt.Errorf("InstallPlan %s is %q", plan.Name, plan.Status.Phase)
-		}
-		return nil
-	})
+	plan, err := m.WaitForPlan(context.Background(), csv, operatorsv1alpha1.InstallPlanPhaseComplete, time.Minute)
+	require.NoError(t, err)
 	t.Logf("InstallPlan %s: %s, %d steps (%s)", plan.Name, plan.Status.Phase, len(plan.Status.Plan), planKinds(plan))
 }
 

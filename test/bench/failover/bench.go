@@ -157,11 +157,7 @@ func (b *bench) failover(ctx context.Context) (time.Duration, int, error) {
 }
 
 func (b *bench) lost(ctx context.Context, primary string) (int, error) {
-	inst, err := b.runner.Instance(ctx, ns, primary)
-	if err != nil {
-		return 0, err
-	}
-	db, err := inst.DB()
+	db, err := b.runner.DB(ctx, ns, primary)
 	if err != nil {
 		return 0, err
 	}
