@@ -40,6 +40,8 @@ OPM_VERSION            := $(call modver,opm,github.com/operator-framework/operat
 CHAINSAW_VERSION       := $(call modver,chainsaw,github.com/kyverno/chainsaw)
 GOLANGCI_LINT_VERSION  := $(call modver,golangci-lint,github.com/golangci/golangci-lint/v2)
 OLM_VERSION            := $(call modver,olm,github.com/operator-framework/operator-lifecycle-manager)
+CONTAINERD_VERSION     := $(call modver,containerd,github.com/containerd/containerd/v2)
+COREDNS_VERSION        := $(call modver,coredns,github.com/coredns/coredns)
 
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen
 KUSTOMIZE      := $(LOCALBIN)/kustomize
@@ -63,6 +65,8 @@ SDK_LDFLAGS := -s -w -X $(SDK_PKG)/internal/version.Version=$(OPERATOR_SDK_VERSI
 export KUBEBUILDER_ASSETS := $(LOCALBIN)
 export DOLPHIN_BIN_DIR := $(LOCALBIN)
 export DOLPHIN_MYSQL_DIR := $(DOLPHIN_CACHE)/mysql/sid
+# The images the local cluster's nodes run (hack/images writes the list).
+export DOLPHIN_IMAGES := $(LOCALBIN)/images.json
 GOTEST ?= go test
 TEST_FLAGS ?= -count=1
 COVER_DIR := $(CURDIR)/.cover
@@ -162,6 +166,14 @@ BENCH_RUNS ?= 5
 build: ## Build the manager binary into bin/manager.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/manager ./cmd/manager
 
+.PHONY: images
+images: build mysql coredns ## Build the local cluster's images (operator, MySQL, pause, CoreDNS) as OCI tarballs, no engine needed.
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(LOCALBIN)/pause ./hack/images/pause
+	go run ./hack/images --out $(DOLPHIN_CACHE)/images --manifest $(DOLPHIN_IMAGES) \
+	  --manager $(LOCALBIN)/manager --version $(VERSION) \
+	  --mysql-root $(DOLPHIN_MYSQL_DIR)/root --mysql-version-file $(DOLPHIN_MYSQL_DIR)/VERSION \
+	  --pause $(LOCALBIN)/pause --coredns $(LOCALBIN)/coredns --coredns-version $(COREDNS_VERSION)
+
 .PHONY: run
 run: ## Run the manager against the cluster in $KUBECONFIG, webhooks off.
 	ENABLE_WEBHOOKS=false go run ./cmd/manager --metrics-secure=false --metrics-bind-address=:8080
@@ -186,14 +198,27 @@ install: manifests kustomize kubectl ## Install the CRDs (conversion needs the o
 uninstall: manifests kustomize kubectl ## Remove the CRDs, and with them every MySQLCluster and MySQLBackup.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
+# `make deploy` builds config/default through an overlay of its own (.run/deploy), so that IMG
+# and the operand images never edit a committed file: RELATED_IMAGE_* variables set in the
+# environment (RELATED_IMAGE_MYSQL_9_7=..., see docs/install.md) reach the manager's container.
+DEPLOY_DIR := $(CURDIR)/.run/deploy
+.PHONY: deploy-manifests
+deploy-manifests: manifests kustomize
+	@rm -rf $(DEPLOY_DIR) && mkdir -p $(DEPLOY_DIR)
+	@printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../config/default\n' > $(DEPLOY_DIR)/kustomization.yaml
+	@cd $(DEPLOY_DIR) && $(KUSTOMIZE) edit set image $(IMAGE_TAG_BASE)=$(IMG)
+	@for v in $$(env | grep -o '^RELATED_IMAGE_[A-Z0-9_]*' | sort); do \
+	  cd $(DEPLOY_DIR) && $(KUSTOMIZE) edit add patch --kind Deployment --name controller-manager \
+	    --patch "[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/env/-\",\"value\":{\"name\":\"$$v\",\"value\":\"$$(printenv $$v)\"}}]"; done
+	@$(KUSTOMIZE) build $(DEPLOY_DIR) > $(DEPLOY_DIR)/manifests.yaml
+
 .PHONY: deploy
-deploy: manifests kustomize kubectl ## Install the operator with kustomize (config/default, self-issued webhook certificates).
-	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
-	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
+deploy: deploy-manifests kubectl ## Install the operator with kustomize (config/default, self-issued webhook certificates); IMG picks its image.
+	$(KUBECTL) apply --server-side -f $(DEPLOY_DIR)/manifests.yaml
 
 .PHONY: undeploy
-undeploy: kustomize kubectl ## Remove what `make deploy` installed, CRDs included.
-	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) --wait=false -f -
+undeploy: deploy-manifests kubectl ## Remove what `make deploy` installed, CRDs included.
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) --wait=false -f $(DEPLOY_DIR)/manifests.yaml
 
 .PHONY: docker-build
 docker-build: ## Build the operator image (needs a container engine).
@@ -270,18 +295,27 @@ scorecard-image-build: ## Build the image of Dolphin's scorecard tests (needs a 
 .PHONY: tools envtest-tools cluster-tools mysql host-deps
 tools: cluster-tools controller-gen kustomize operator-sdk opm chainsaw golangci-lint ## Build every pinned tool.
 envtest-tools: etcd kube-apiserver kubectl ## etcd, kube-apiserver and kubectl for envtest.
-cluster-tools: host-deps envtest-tools kube-controller-manager kube-scheduler kwok ## Everything the local cluster runs.
+cluster-tools: host-deps envtest-tools kube-controller-manager kube-scheduler kubelet kube-proxy containerd coredns kwok ## Everything the local cluster runs.
 host-deps: ## Check (and as root install) the host programs the test ground uses.
 	@hack/host-deps.sh
 mysql: host-deps ## Provision Oracle MySQL from Debian sid into the cache (no host install).
 	hack/mysql/provision.sh >/dev/null
 	@cat $(DOLPHIN_MYSQL_DIR)/VERSION
 
-.PHONY: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok
+.PHONY: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy containerd coredns kwok
 etcd:
 	@$(BUILD_TOOL) etcd $(ETCD_VERSION) $(TOOLS)/etcd go.etcd.io/etcd/server/v3 -ldflags '-s -w'
-kube-apiserver kubectl kube-controller-manager kube-scheduler:
+kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy:
 	@$(BUILD_TOOL) $@ $(KUBE_VERSION) $(TOOLS)/k8s k8s.io/kubernetes/cmd/$@ -ldflags '$(KUBE_LDFLAGS)'
+# containerd, its runc shim and ctr, static (no cgo: the storage drivers that need it are tagged out).
+CONTAINERD_PKG := github.com/containerd/containerd/v2
+CONTAINERD_FLAGS := -tags 'no_btrfs no_devmapper no_zfs no_aufs urfave_cli_no_docs' \
+  -ldflags '-s -w -X $(CONTAINERD_PKG)/version.Version=$(CONTAINERD_VERSION) -X $(CONTAINERD_PKG)/version.Revision=$(CONTAINERD_VERSION)'
+containerd:
+	@for c in containerd containerd-shim-runc-v2 ctr; do \
+	  $(BUILD_TOOL) $$c $(CONTAINERD_VERSION) $(TOOLS)/containerd $(CONTAINERD_PKG)/cmd/$$c $(CONTAINERD_FLAGS); done
+coredns:
+	@$(BUILD_TOOL) coredns $(COREDNS_VERSION) $(TOOLS)/coredns github.com/coredns/coredns -ldflags '-s -w'
 kwok:
 	@$(BUILD_TOOL) kwok $(KWOK_VERSION) $(TOOLS)/kwok sigs.k8s.io/kwok/cmd/kwok -ldflags '-s -w'
 	@hack/kwok-stages.sh $(KWOK_VERSION)

@@ -13,6 +13,7 @@
 #   $DOLPHIN_CACHE/mysql/<suite>/root       the unpacked tree
 #   $DOLPHIN_CACHE/mysql/<suite>/bin/*      mysqld, mysql, mysqladmin, ... wrappers
 #   $DOLPHIN_CACHE/mysql/<suite>/VERSION    `mysqld --version` of what was unpacked
+#   $DOLPHIN_CACHE/mysql/<suite>/PKGS       the package list it was unpacked from
 # and prints the root folder on its last line.
 #
 # The mirror is the host's own Debian mirror, read from its apt sources (DEBIAN_MIRROR
@@ -20,7 +21,9 @@
 # Valid-Until, so that check is off in the private configuration.
 set -euo pipefail
 suite=${MYSQL_SUITE:-sid}
-pkgs=${MYSQL_PKGS:-mysql-server-core mysql-client-core}
+# dash and coreutils make the tree a MySQL image's root too: the pod's init script and probes
+# run under sh (hack/images packs the tree).
+pkgs=${MYSQL_PKGS:-mysql-server-core mysql-client-core dash coreutils}
 cache=${DOLPHIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dolphin}
 base=$cache/mysql/$suite
 root=$base/root
@@ -29,7 +32,7 @@ libs=$root/usr/lib/x86_64-linux-gnu
 say() { echo "[mysql-provision] $*" >&2; }
 
 complete() {
-  [ -f "$base/VERSION" ] && [ -x "$ldso" ] &&
+  [ -f "$base/VERSION" ] && [ -x "$ldso" ] && [ "$(cat "$base/PKGS" 2>/dev/null)" = "$pkgs" ] &&
     "$ldso" --library-path "$libs" "$root/usr/sbin/mysqld" --no-defaults --version >/dev/null 2>&1
 }
 
@@ -114,6 +117,7 @@ if ! complete || [ "${FORCE:-0}" = 1 ]; then
   fetch
   wrappers
   "$base/bin/mysqld" --version >"$base/VERSION"
+  echo "$pkgs" >"$base/PKGS"
   say "ready: $(cat "$base/VERSION")"
 fi
 echo "$root"

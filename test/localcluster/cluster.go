@@ -29,6 +29,13 @@ type Config struct {
 	CRDPaths []string
 	// Log receives progress lines; default: discarded.
 	Log io.Writer
+	// Nodes is the number of real nodes (kubelet + containerd each). 0 means one kwok
+	// node instead, whose pods run nothing: only for what simulation is the point of.
+	Nodes int
+	// Images are loaded into every real node's containerd; PauseImage and CoreDNSImage
+	// name two of them (the pods' sandbox, the cluster DNS).
+	Images                   []Image
+	PauseImage, CoreDNSImage string
 }
 
 // Cluster is a running local control plane.
@@ -41,8 +48,11 @@ type Cluster struct {
 	runner     *PodRunner
 	cancel     context.CancelFunc
 	restConfig *rest.Config
+	cgroup     string
 	// Kubeconfig is the path of an admin kubeconfig (valid inside the namespace).
 	Kubeconfig string
+	// Nodes are the real nodes (none with a kwok node).
+	Nodes []*Node
 }
 
 // Fixed addresses: the namespace is private, so nothing else can hold these ports.
@@ -109,10 +119,21 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := c.startControllers(); err != nil {
 		return c, err
 	}
+	if cfg.Nodes > 0 {
+		if err := c.startNodes(ctx); err != nil {
+			return c, err
+		}
+		c.logf("%d node(s) Ready after %s", cfg.Nodes, since(start))
+	}
 	if err := c.prepareNodeAndStorage(ctx); err != nil {
 		return c, err
 	}
-	c.logf("control plane ready after %s (folder %s)", since(start), c.cfg.Dir)
+	if cfg.Nodes > 0 {
+		if err := c.startDNS(ctx); err != nil {
+			return c, err
+		}
+	}
+	c.logf("cluster ready after %s (folder %s)", since(start), c.cfg.Dir)
 	return c, nil
 }
 
@@ -146,7 +167,12 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file="+p.frontProxyCert, "--proxy-client-key-file="+p.frontProxyKey)
+		"--proxy-client-cert-file="+p.frontProxyCert, "--proxy-client-key-file="+p.frontProxyKey,
+		// logs, exec and port-forward reach kubelets at their node IPs (the node names
+		// resolve nowhere), with a client certificate they trust.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate="+p.kubeletClientCert, "--kubelet-client-key="+p.kubeletClientKey,
+		"--kubelet-certificate-authority="+p.caFile)
 	if err != nil {
 		return err
 	}
@@ -184,6 +210,9 @@ func (c *Cluster) startControllers() error {
 		return err
 	}
 	c.procs = append(c.procs, sched)
+	if c.cfg.Nodes > 0 {
+		return nil
+	}
 	kwok, err := startProcess(logs, "kwok", c.bin("kwok"),
 		"--kubeconfig="+c.Kubeconfig, "--config="+c.bin("kwok-stages.yaml"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -198,17 +227,20 @@ func (c *Cluster) startControllers() error {
 // kubeconfig is a kubeconfig for the local API server that authenticates with the admin
 // certificate, impersonating as (and its groups) when as is not empty.
 func (c *Cluster) kubeconfig(as string, groups ...string) *clientcmdapi.Config {
+	kc := c.kubeconfigFor(c.pki.admin)
+	kc.AuthInfos["user"].Impersonate = as
+	kc.AuthInfos["user"].ImpersonateGroups = groups
+	return kc
+}
+
+// kubeconfigFor is a kubeconfig for the local API server that authenticates with kp.
+func (c *Cluster) kubeconfigFor(kp *KeyPair) *clientcmdapi.Config {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{
-		Server:                   "https://127.0.0.1:" + apiServerPort,
+		Server:                   "https://" + HostIP + ":" + apiServerPort,
 		CertificateAuthorityData: c.pki.ca.CertPEM,
 	}
-	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: c.pki.admin.CertPEM,
-		ClientKeyData:         c.pki.admin.KeyPEM,
-		Impersonate:           as,
-		ImpersonateGroups:     groups,
-	}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.CertPEM, ClientKeyData: kp.KeyPEM}
 	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "user"}
 	kc.CurrentContext = "local"
 	return kc
@@ -252,6 +284,7 @@ func (c *Cluster) Stop() {
 	if c.cancel != nil {
 		c.cancel()
 	}
+	c.stopNodes()
 	for k := len(c.procs) - 1; k >= 0; k-- {
 		c.procs[k].stop(10 * time.Second)
 	}
@@ -323,6 +356,11 @@ func (c *Cluster) logf(format string, args ...any) {
 // waitFor polls cond every 100 ms until it is true, fails, or the timeout passes.
 func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duration,
 	cond func(context.Context) (bool, error)) error {
+	return poll(ctx, what, timeout, cond)
+}
+
+// poll calls cond every 100 ms until it is true, fails, or the timeout passes.
+func poll(ctx context.Context, what string, timeout time.Duration, cond func(context.Context) (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, err := cond(ctx)

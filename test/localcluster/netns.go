@@ -6,17 +6,21 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
 // Network layout inside the namespace.
 const (
-	// PodCIDR is routed as local addresses on lo: every pod IP is ours.
+	// PodCIDR holds every node's pod subnet: node i (from 1) has 10.244.i.0/24 on its own
+	// bridge cni<i>.
 	PodCIDR = "10.244.0.0/16"
-	// ServiceCIDR holds ClusterIPs; nothing routes them (clients use endpoints or DNS-free IPs).
+	// ServiceCIDR holds ClusterIPs, which kube-proxy's rules translate.
 	ServiceCIDR = "10.96.0.0/16"
-	// HostIP is the API server's advertise address and the fake node's IP: kube-apiserver
-	// refuses a loopback advertise address.
+	// DNSServiceIP is CoreDNS's ClusterIP, the pods' and the namespace's name server.
+	DNSServiceIP = "10.96.0.10"
+	// HostIP is the API server's advertise address and node 1's IP (node i has 10.250.0.i,
+	// all on lo): kube-apiserver refuses a loopback advertise address.
 	HostIP = "10.250.0.1"
 )
 
@@ -29,17 +33,23 @@ var ErrNotInNetNS = errors.New("localcluster: not inside its network namespace (
 // InNetNS reports whether this process is the one EnterNetNS created.
 func InNetNS() bool { return os.Getenv(envInNetNS) == "1" }
 
-// EnterNetNS makes sure the rest of the program runs in a private network namespace.
+// EnterNetNS makes sure the rest of the program runs in a private network and mount
+// namespace.
 //
-// Outside one, it starts this same program again (same arguments, same environment) in a
-// new network namespace, waits for it, and exits with its exit code; it never returns
-// there. Signals it receives (^C) are passed on. Without root it also enters a new user
-// namespace mapping the caller to root, which is enough to own a network namespace.
+// Outside one, it starts this same program again (same arguments, same environment) in
+// new network and mount namespaces, waits for it, and exits with its exit code; it never
+// returns there. Signals it receives (^C) are passed on. It needs root: real nodes need
+// cgroups, mounts and iptables.
 //
-// Inside the namespace (the child), it sets up lo and the routes and returns nil.
+// Inside the namespaces (the child), it makes every mount private (nothing mounted here,
+// containers' file systems included, reaches the host), sets up lo and forwarding, and
+// returns nil.
 func EnterNetNS() error {
 	if InNetNS() {
 		return setupNetwork()
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("localcluster: needs root (real nodes need cgroups, mounts and iptables)")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -48,13 +58,7 @@ func EnterNetNS() error {
 	cmd := exec.Command(self, os.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), envInNetNS+"=1")
-	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	if os.Geteuid() != 0 {
-		attr.Cloneflags |= syscall.CLONE_NEWUSER
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-	}
-	cmd.SysProcAttr = attr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	if err := cmd.Start(); err != nil {
@@ -81,17 +85,28 @@ func EnterNetNS() error {
 	return nil
 }
 
-// setupNetwork brings lo up, gives it the host IP and routes the pod CIDR to it as local.
+// setupNetwork makes the mounts private, brings lo up with the host IP and turns on IPv4
+// forwarding (pods of one node reach another's through this namespace).
 func setupNetwork() error {
-	steps := [][]string{
-		{"link", "set", "lo", "up"},
-		{"addr", "replace", HostIP + "/32", "dev", "lo"},
-		{"route", "replace", "local", PodCIDR, "dev", "lo", "table", "local"},
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("while making the mount namespace private: %w", err)
 	}
-	for _, s := range steps {
-		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
-			return fmt.Errorf("while setting up the namespace's network (ip %v): %w: %s", s, err, out)
-		}
+	if err := ip("link", "set", "lo", "up"); err != nil {
+		return err
+	}
+	if err := ip("addr", "replace", HostIP+"/32", "dev", "lo"); err != nil {
+		return err
+	}
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("while turning on forwarding: %w", err)
+	}
+	return nil
+}
+
+// ip runs one `ip` command.
+func ip(args ...string) error {
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return nil
 }

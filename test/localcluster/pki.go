@@ -122,6 +122,9 @@ type pki struct {
 	frontProxyKey          string
 	saKey, saPub           string
 	admin                  *KeyPair
+	// kubeletClientCert/Key: the API server's client certificate for kubelets (logs,
+	// exec, port-forward).
+	kubeletClientCert, kubeletClientKey string
 }
 
 func newPKI(dir string) (*pki, error) {
@@ -162,6 +165,13 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	if p.admin, err = p.ca.IssueClient("dolphin-admin", "system:masters"); err != nil {
+		return nil, err
+	}
+	kc, err := p.ca.IssueClient("kube-apiserver-kubelet-client", "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	if p.kubeletClientCert, p.kubeletClientKey, err = kc.WriteFiles(dir, "apiserver-kubelet-client"); err != nil {
 		return nil, err
 	}
 	return p, p.writeServiceAccountKey()

@@ -31,6 +31,15 @@ func (c *Cluster) prepareNodeAndStorage(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("while creating a client: %w", err)
 	}
+	if err := c.createStorageClass(ctx, cs); err != nil {
+		return err
+	}
+	if c.cfg.Nodes > 0 {
+		return c.waitFor(ctx, "the default ServiceAccount", 2*time.Minute, func(ctx context.Context) (bool, error) {
+			_, err = cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        kwokNodeName,
@@ -47,6 +56,22 @@ func (c *Cluster) prepareNodeAndStorage(ctx context.Context) error {
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("while creating the fake node: %w", err)
 	}
+	return c.waitFor(ctx, "a Ready fake node and the default ServiceAccount", 2*time.Minute,
+		func(ctx context.Context) (bool, error) {
+			if err := c.Healthy(); err != nil {
+				return false, err
+			}
+			n, err := cs.CoreV1().Nodes().Get(ctx, kwokNodeName, metav1.GetOptions{})
+			if err != nil || !nodeReady(n) {
+				return false, nil //nolint:nilerr // not there yet: poll again until the timeout
+			}
+			_, err = cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+}
+
+// createStorageClass creates the default StorageClass and starts its provisioner.
+func (c *Cluster) createStorageClass(ctx context.Context, cs kubernetes.Interface) error {
 	immediate := storagev1.VolumeBindingImmediate
 	deletePolicy := corev1.PersistentVolumeReclaimDelete
 	sc := &storagev1.StorageClass{
@@ -65,18 +90,7 @@ func (c *Cluster) prepareNodeAndStorage(ctx context.Context) error {
 	c.cancel = cancel
 	c.provision = &provisioner{cs: cs, dir: filepath.Join(c.cfg.Dir, "volumes"), log: c.logf}
 	c.provision.start(pctx)
-	return c.waitFor(ctx, "a Ready fake node and the default ServiceAccount", 2*time.Minute,
-		func(ctx context.Context) (bool, error) {
-			if err := c.Healthy(); err != nil {
-				return false, err
-			}
-			n, err := cs.CoreV1().Nodes().Get(ctx, kwokNodeName, metav1.GetOptions{})
-			if err != nil || !nodeReady(n) {
-				return false, nil //nolint:nilerr // not there yet: poll again until the timeout
-			}
-			_, err = cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-			return err == nil, nil
-		})
+	return nil
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -120,7 +134,9 @@ func (p *provisioner) claim(ctx context.Context, o any) {
 	}
 	name := "pvc-" + string(pvc.UID)
 	path := filepath.Join(p.dir, name)
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	// World-writable, as local-path volumes are: a pod running as any user (mysqld runs
+	// as 999) can use it, and kubelet applies no fsGroup to hostPath volumes.
+	if err := os.MkdirAll(path, 0o777); err != nil || os.Chmod(path, 0o777) != nil {
 		p.log("provisioner: creating %s: %v", path, err)
 		return
 	}

@@ -20,7 +20,7 @@ kmod=$(go mod download -json "k8s.io/kubernetes@${version}" | sed -n 's/.*"GoMod
 for m in $(awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print $1}' "$kmod"); do
   go mod edit -replace="$m=$m@${staging}"
 done
-for c in kube-apiserver kubectl kube-controller-manager kube-scheduler; do
+for c in kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy; do
   go mod edit -tool="k8s.io/kubernetes/cmd/$c"
 done
 go mod tidy

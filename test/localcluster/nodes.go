@@ -1,0 +1,185 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Image is a container image tarball (OCI layout) and the name it carries.
+type Image struct {
+	Name    string `json:"name"`
+	Tarball string `json:"tarball"`
+}
+
+// ReadImages reads a list of images as hack/images writes it.
+func ReadImages(manifest string) ([]Image, error) {
+	raw, err := os.ReadFile(manifest)
+	if err != nil {
+		return nil, fmt.Errorf("image list: %w (run `make images`)", err)
+	}
+	var imgs []Image
+	if err := json.Unmarshal(raw, &imgs); err != nil {
+		return nil, fmt.Errorf("image list %s: %w", manifest, err)
+	}
+	return imgs, nil
+}
+
+var clusterSeq atomic.Int32
+
+// startNodes brings up cfg.Nodes real nodes and kube-proxy, and waits until every node is
+// Ready.
+func (c *Cluster) startNodes(ctx context.Context) error {
+	if c.cfg.PauseImage == "" || c.cfg.CoreDNSImage == "" {
+		return errors.New("localcluster: real nodes need Config.PauseImage and Config.CoreDNSImage")
+	}
+	sweepCgroups()
+	c.cgroup = fmt.Sprintf("%s/%d-%d", cgroupParent, os.Getpid(), clusterSeq.Add(1))
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		n := newNode(c.cfg.Dir, c.cgroup, i)
+		c.Nodes = append(c.Nodes, n)
+		if err := n.prepare(); err != nil {
+			return err
+		}
+	}
+	tarballs := make([]string, 0, len(c.cfg.Images))
+	for _, img := range c.cfg.Images {
+		tarballs = append(tarballs, img.Tarball)
+	}
+	start := time.Now()
+	err := forEachNode(c.Nodes, func(n *Node) error {
+		if err := n.startContainerd(ctx, c.cfg.BinDir, c.cfg.PauseImage); err != nil {
+			return err
+		}
+		return n.importImages(ctx, c.cfg.BinDir, tarballs)
+	})
+	if err != nil {
+		return err
+	}
+	c.logf("%d node(s): containerd up, %d image(s) imported after %s", len(c.Nodes), len(tarballs), since(start))
+	for _, n := range c.Nodes {
+		if err := n.startKubelet(c); err != nil {
+			return err
+		}
+	}
+	if err := c.startKubeProxy(); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return fmt.Errorf("while creating a client: %w", err)
+	}
+	return c.waitFor(ctx, "every node Ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := c.Healthy(); err != nil {
+			return false, err
+		}
+		for _, n := range c.Nodes {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil || !nodeReady(node) {
+				return false, nil //nolint:nilerr // not registered yet: poll again
+			}
+		}
+		return true, nil
+	})
+}
+
+// forEachNode runs f for every node at once and joins the errors.
+func forEachNode(nodes []*Node, f func(*Node) error) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = f(n) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// startKubeProxy runs one kube-proxy (iptables mode) for the namespace all nodes share.
+// It leaves the machine's global conntrack sysctls alone.
+func (c *Cluster) startKubeProxy() error {
+	kp, err := c.pki.ca.IssueClient("system:kube-proxy")
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(c.cfg.Dir, "kube-proxy.kubeconfig")
+	if err := clientcmd.WriteToFile(*c.kubeconfigFor(kp), kubeconfig); err != nil {
+		return fmt.Errorf("while writing %s: %w", kubeconfig, err)
+	}
+	p, err := startProcess(filepath.Join(c.cfg.Dir, "logs"), "kube-proxy", c.bin("kube-proxy"),
+		"--kubeconfig="+kubeconfig, "--hostname-override="+c.Nodes[0].Name, "--proxy-mode=iptables",
+		"--cluster-cidr="+PodCIDR, "--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0",
+		"--conntrack-tcp-timeout-close-wait=0", "--metrics-bind-address=127.0.0.1:10249",
+		"--healthz-bind-address=127.0.0.1:10256")
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// Node returns the node of that name, or nil.
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// NodeOf returns the node a pod runs on.
+func (c *Cluster) NodeOf(pod *corev1.Pod) (*Node, error) {
+	if n := c.Node(pod.Spec.NodeName); n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("pod %s/%s is on no node of this cluster (%q)", pod.Namespace, pod.Name, pod.Spec.NodeName)
+}
+
+// stopNodes kills every node (containers included) and unmounts what they mounted under
+// the cluster folder.
+func (c *Cluster) stopNodes() {
+	for _, n := range c.Nodes {
+		if err := n.Stop(); err != nil {
+			c.logf("stopping %s: %v", n.Name, err)
+		}
+		_ = ip("link", "del", n.bridge())
+	}
+	if c.cgroup != "" {
+		if err := killCgroup(c.cgroup, 30*time.Second); err != nil {
+			c.logf("%v", err)
+		}
+	}
+	unmountUnder(c.cfg.Dir)
+}
+
+// unmountUnder detaches every mount below dir (containers' root file systems, volumes,
+// network namespaces), deepest first, so that the folder can be removed.
+func unmountUnder(dir string) {
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
+			points = append(points, fields[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
+}
