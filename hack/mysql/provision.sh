@@ -21,9 +21,9 @@
 # Valid-Until, so that check is off in the private configuration.
 set -euo pipefail
 suite=${MYSQL_SUITE:-sid}
-# dash and coreutils make the tree a MySQL image's root too: the pod's init script and probes
-# run under sh (hack/images packs the tree).
-pkgs=${MYSQL_PKGS:-mysql-server-core mysql-client-core dash coreutils}
+# dash, coreutils, findutils and gzip make the tree a MySQL image's root too (hack/images
+# packs it): the pod's init script and probes, and the backup job's script, run under sh.
+pkgs=${MYSQL_PKGS:-mysql-server-core mysql-client-core dash coreutils findutils gzip}
 cache=${DOLPHIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dolphin}
 base=$cache/mysql/$suite
 root=$base/root

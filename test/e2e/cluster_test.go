@@ -16,12 +16,15 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
-	"github.com/dolphin-operator/dolphin/test/envtest"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
+// namespace creates a namespace for one test where the restricted Pod Security level is
+// enforced: every pod the operator creates must meet it.
 func namespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
 	require.NoError(t, k8s.Create(context.Background(), ns))
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
 	return ns.Name
@@ -29,13 +32,20 @@ func namespace(t *testing.T) string {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()
-	return envtest.WaitFor(t, timeout, what, cond, func() { require.NoError(t, cluster.Healthy()) })
+	return ground.WaitFor(t, timeout, what, cond, func() { require.NoError(t, g.Healthy()) })
 }
 
+// userMaxConnections is a spec.mysql.config value every test cluster sets: the instances
+// must run with it.
+const userMaxConnections = "321"
+
+// newCluster is a 3-instance cluster of the ground's MySQL series.
 func newCluster(ns, name string, policy mysqlv1beta1.DeletionPolicy) *mysqlv1beta1.MySQLCluster {
 	return &mysqlv1beta1.MySQLCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), DeletionPolicy: policy,
+			MySQL: mysqlv1beta1.MySQLSpec{Version: g.MySQLSeries(),
+				Config: map[string]string{"max_connections": userMaxConnections, "innodb_buffer_pool_size": "64M"}},
 			Storage: mysqlv1beta1.StorageSpec{Size: new(resourceQuantity("1Gi"))}},
 	}
 }
@@ -68,6 +78,14 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	pods := &corev1.PodList{}
 	require.NoError(t, k8s.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels(resources.SelectorLabels(c))))
 	require.Len(t, pods.Items, 3)
+	nodes := map[string]bool{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		nodes[pod.Spec.NodeName] = true
+		requireRealPod(t, c, pod)
+	}
+	require.Len(t, nodes, 3, "the operator's anti-affinity spreads the instances over the nodes")
+	requireKilledMysqldRejoins(t, c, "db-2")
 }
 
 func TestDeletionWithDeleteRemovesEverything(t *testing.T) {
@@ -77,7 +95,7 @@ func TestDeletionWithDeleteRemovesEverything(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, c))
 	readyCluster(t, ns, "gone")
 	require.NoError(t, k8s.Delete(ctx, c))
-	took := waitFor(t, 30*time.Second, "the cluster and every child to be gone", func() error {
+	took := waitFor(t, time.Minute, "the cluster and every child to be gone", func() error {
 		return remaining(ctx, ns, nil)
 	})
 	t.Logf("cluster and children gone %s after the delete", took.Round(10*time.Millisecond))
@@ -90,7 +108,7 @@ func TestDeletionWithRetainKeepsVolumesAndSecrets(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, c))
 	readyCluster(t, ns, "kept")
 	require.NoError(t, k8s.Delete(ctx, c))
-	waitFor(t, 30*time.Second, "everything but volumes and secrets to be gone", func() error {
+	waitFor(t, time.Minute, "everything but volumes and secrets to be gone", func() error {
 		return remaining(ctx, ns, map[string]bool{"PersistentVolumeClaim": true, "Secret": true})
 	})
 	claims := &corev1.PersistentVolumeClaimList{}

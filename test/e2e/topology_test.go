@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,22 +17,9 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
-	"github.com/dolphin-operator/dolphin/test/mysqld"
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/workload"
 )
-
-// db opens a root connection to one instance's mysqld (the pod runner's).
-func db(t *testing.T, ns, pod string) (*mysqld.Instance, *sql.DB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	inst, err := runner.Instance(ctx, ns, pod)
-	require.NoError(t, err)
-	d, err := inst.DB()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
-	return inst, d
-}
 
 func primaryEndpoint(ctx context.Context, ns, cluster string) string {
 	return workload.PrimaryEndpoint(ctx, k8s, ns, cluster)
@@ -60,13 +48,13 @@ func waitPrimary(t *testing.T, ns, name, want string) *mysqlv1beta1.MySQLCluster
 // others fenced and replicating from it with both threads running.
 func requireTopology(t *testing.T, ns, primary string, names ...string) {
 	t.Helper()
-	primaryHost := ""
+	cluster := primary[:strings.LastIndex(primary, "-")]
+	primaryHost := ground.InstanceHost(ns, cluster, primary)
 	pod := &corev1.Pod{}
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: primary}, pod))
-	primaryHost = pod.Status.PodIP
 	require.Equal(t, resources.RolePrimary, pod.Labels[resources.LabelRole])
 	for _, n := range names {
-		_, d := db(t, ns, n)
+		d := dbOf(t, ns, n)
 		var ro, sro bool
 		require.NoError(t, d.QueryRow("SELECT @@read_only, @@super_read_only").Scan(&ro, &sro))
 		if n == primary {
@@ -88,7 +76,7 @@ FROM performance_schema.replication_connection_configuration c
 JOIN performance_schema.replication_connection_status s USING (CHANNEL_NAME)
 JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan(&host, &io, &sqlState, &ssl))
 		require.Equal(t, "YES", ssl, "%s replicates over TLS", n)
-		require.Equal(t, primaryHost, host, "%s replicates from %s", n, primary)
+		require.Equal(t, primaryHost, host, "%s replicates from %s by its DNS name", n, primary)
 		require.Equal(t, "ON", io, n)
 		require.Equal(t, "ON", sqlState, n)
 		require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, pod))
@@ -99,7 +87,7 @@ JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan
 // requireNoLostWrites checks every acknowledged write is on the given instance.
 func requireNoLostWrites(t *testing.T, ns, pod string, acks []workload.Ack) {
 	t.Helper()
-	_, d := db(t, ns, pod)
+	d := dbOf(t, ns, pod)
 	lost, err := workload.Lost(context.Background(), d, acks)
 	require.NoError(t, err)
 	t.Logf("%d acknowledged writes, %d present on %s, lost: %v", len(acks), len(acks)-len(lost), pod, lost)
@@ -119,7 +107,7 @@ func startSampler(t *testing.T, ns string, names ...string) *sampler {
 	s := &sampler{done: make(chan struct{})}
 	dbs := map[string]*sql.DB{}
 	for _, n := range names {
-		_, d := db(t, ns, n)
+		d := dbOf(t, ns, n)
 		d.SetConnMaxLifetime(time.Second)
 		dbs[n] = d
 	}
@@ -152,7 +140,12 @@ func (s *sampler) finish(t *testing.T) {
 	require.LessOrEqual(t, s.maxWritable.Load(), int32(1), "never two writable instances")
 }
 
-func TestSwitchoverAndFailoverLoseNoAcknowledgedWrite(t *testing.T) {
+// TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite switches over by spec.primary, then
+// stops the node that holds the new primary (kubelet, containerd and every container on
+// it; its addresses stop answering): the operator must fail over with no acknowledged
+// write lost. When the node comes back, its instance rejoins and, as spec.primary still
+// names it, becomes primary again.
+func TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	names := []string{"ha-0", "ha-1", "ha-2"}
@@ -163,7 +156,9 @@ func TestSwitchoverAndFailoverLoseNoAcknowledgedWrite(t *testing.T) {
 	waitPrimary(t, ns, "ha", "ha-0")
 	requireTopology(t, ns, "ha-0", names...)
 
-	w, err := workload.StartWriter(ctx, k8s, runner, ns, "ha")
+	w, err := workload.StartWriter(ctx, func(ctx context.Context) (*sql.DB, error) {
+		return g.HostDB(ctx, ns, "ha", ground.ServiceHost(ns, "ha-primary"))
+	})
 	require.NoError(t, err)
 	s := startSampler(t, ns, names...)
 	time.Sleep(time.Second)
@@ -176,33 +171,37 @@ func TestSwitchoverAndFailoverLoseNoAcknowledgedWrite(t *testing.T) {
 	time.Sleep(time.Second)
 	requireTopology(t, ns, "ha-1", names...)
 
-	// Failover: the primary's mysqld dies and stays down.
-	inst, _ := db(t, ns, "ha-1")
-	inst.SetRestartPolicy(mysqld.RestartNever)
-	require.NoError(t, inst.Kill())
-	killed := time.Now()
+	// Failover: the primary's node is lost.
+	pod := &corev1.Pod{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ha-1"}, pod))
+	node, err := g.NodeOf(pod)
+	require.NoError(t, err)
+	require.NoError(t, node.Stop())
+	lostAt := time.Now()
 	c2 := &mysqlv1beta1.MySQLCluster{}
-	waitFor(t, time.Minute, "a failover away from ha-1", func() error {
+	waitFor(t, 2*time.Minute, "a failover away from ha-1", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), c2); err != nil {
 			return err
 		}
 		if p := c2.Status.CurrentPrimary; p == "" || p == "ha-1" {
 			return fmt.Errorf("primary %q", p)
 		}
-		if ep := primaryEndpoint(ctx, ns, "ha"); ep == "" || ep == "ha-1" {
+		if ep := primaryEndpoint(context.Background(), ns, "ha"); ep == "" || ep == "ha-1" {
 			return fmt.Errorf("primary Service routes to %q", ep)
 		}
 		return nil
 	})
 	newPrimary := c2.Status.CurrentPrimary
-	t.Logf("failover to %s: new primary behind the Service %s after the kill", newPrimary, time.Since(killed).Round(10*time.Millisecond))
+	resumed, err := w.AckedAfter(ctx, lostAt)
+	require.NoError(t, err)
+	t.Logf("node %s lost: %s primary behind the Service %s after, writes acknowledged again %s after",
+		node.Name, newPrimary, time.Since(lostAt).Round(10*time.Millisecond), resumed.Sub(lostAt).Round(10*time.Millisecond))
 	time.Sleep(time.Second)
 	requireNoLostWrites(t, ns, newPrimary, w.Acks())
 
-	// The old primary comes back: it rejoins (re-cloned if it holds a transaction nobody
-	// acknowledged) and, as spec.primary still names it, becomes primary again by switchover.
-	inst.SetRestartPolicy(mysqld.RestartAlways)
-	require.NoError(t, inst.Resume(ctx))
+	// The node comes back: ha-1 rejoins (re-cloned if it holds a transaction nobody
+	// acknowledged) and, as spec.primary still names it, becomes primary again.
+	require.NoError(t, g.RestartNode(ctx, node))
 	waitPrimary(t, ns, "ha", "ha-1")
 	time.Sleep(time.Second)
 	acked := w.Stop()
@@ -220,12 +219,12 @@ func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {
 	require.NoError(t, k8s.Create(ctx, c))
 	readyCluster(t, ns, "er")
 	waitPrimary(t, ns, "er", "er-0")
-	_, primaryDB := db(t, ns, "er-0")
+	primaryDB := dbOf(t, ns, "er-0")
 	_, err := primaryDB.Exec("CREATE DATABASE kept")
 	require.NoError(t, err)
 
 	// A client with SUPER writes on a replica: a transaction the primary never had.
-	_, rogue := db(t, ns, "er-2")
+	rogue := dbOf(t, ns, "er-2")
 	conn, err := rogue.Conn(ctx)
 	require.NoError(t, err)
 	_, err = conn.ExecContext(ctx, "SET GLOBAL super_read_only = OFF")
@@ -266,7 +265,7 @@ func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {
 	require.NoError(t, k8s.Update(ctx, cl))
 	waitPrimary(t, ns, "er", "er-0")
 	requireTopology(t, ns, "er-0", names...)
-	_, recloned := db(t, ns, "er-2")
+	recloned := dbOf(t, ns, "er-2")
 	var dbs []string
 	rows, err := recloned.Query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('kept', 'rogue')")
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -182,4 +183,63 @@ func unmountUnder(dir string) {
 	for i := len(points) - 1; i >= 0; i-- {
 		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
 	}
+}
+
+// ContainerPID is the host process ID of a running container's first process (mysqld,
+// say), read from its node's containerd: what a test kills to crash a container without
+// its kubelet or runtime knowing beforehand.
+func (c *Cluster) ContainerPID(pod *corev1.Pod, container string) (int, error) {
+	n, err := c.NodeOf(pod)
+	if err != nil {
+		return 0, err
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name != container || st.State.Running == nil {
+			continue
+		}
+		_, id, ok := strings.Cut(st.ContainerID, "://")
+		if !ok {
+			return 0, fmt.Errorf("container %s of %s/%s has ID %q", container, pod.Namespace, pod.Name, st.ContainerID)
+		}
+		raw, err := os.ReadFile(filepath.Join(n.dir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io", id, "init.pid"))
+		if err != nil {
+			return 0, fmt.Errorf("container %s of %s/%s: %w", container, pod.Namespace, pod.Name, err)
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(raw), &pid); err != nil {
+			return 0, fmt.Errorf("init.pid of %s: %w", id, err)
+		}
+		return pid, nil
+	}
+	return 0, fmt.Errorf("container %s of %s/%s is not running", container, pod.Namespace, pod.Name)
+}
+
+// RestartNode brings a stopped node back, as a machine that reboots: its network
+// returns, containerd and kubelet start again on the same folders, and kubelet restarts
+// the pods the API server still binds to it (with new sandboxes and addresses).
+func (c *Cluster) RestartNode(ctx context.Context, n *Node) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.stopped {
+		return fmt.Errorf("node %s is running", n.Name)
+	}
+	for _, chain := range []string{"FORWARD", "OUTPUT"} {
+		for _, dst := range []string{n.PodCIDR, n.IP + "/32"} {
+			if out, err := exec.Command("iptables", "-w", "-D", chain, "-d", dst, "-j", "DROP").CombinedOutput(); err != nil {
+				return fmt.Errorf("node %s: iptables: %w: %s", n.Name, err, out)
+			}
+		}
+	}
+	if err := makeCgroup(n.cgroup + "/system"); err != nil {
+		return err
+	}
+	n.procs = nil
+	if err := n.startContainerd(ctx, c.cfg.BinDir, c.cfg.PauseImage); err != nil {
+		return err
+	}
+	if err := n.startKubelet(c); err != nil {
+		return err
+	}
+	n.stopped = false
+	return nil
 }

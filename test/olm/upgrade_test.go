@@ -71,7 +71,7 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	createThroughV1alpha1(t, k8s, ns, name)
 	waitReady(t, k8s, ns, name)
 	before := snapshot(t, k8s, ns, name)
-	writer, err := workload.StartWriter(ctx, k8s, d.Runner, ns, name)
+	writer, err := workload.StartWriter(ctx, workload.ViaPodRunner(k8s, d.Runner, ns, name))
 	require.NoError(t, err)
 
 	// The next release is published: promoted from candidate to fast and stable.

@@ -13,13 +13,10 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
 // PrimaryEndpoint is the pod the cluster's primary Service routes to (its ready endpoint),
-// "" when it has none: nothing proxies Services in the test ground, so this is what a
-// client of the Service would reach.
+// "" when it has none.
 func PrimaryEndpoint(ctx context.Context, k8s client.Client, namespace, cluster string) string {
 	slices := &discoveryv1.EndpointSliceList{}
 	if err := k8s.List(ctx, slices, client.InNamespace(namespace),
@@ -42,12 +39,14 @@ type Ack struct {
 	At time.Time
 }
 
+// Connect opens a connection to the cluster's primary, the way the application under test
+// reaches it (through the primary Service).
+type Connect func(context.Context) (*sql.DB, error)
+
 // Writer inserts increasing ids into workload.acked through the primary Service, one at a
 // time, reconnecting after any error; an id whose outcome is unknown is never reused.
 type Writer struct {
-	k8s                client.Client
-	runner             *localcluster.PodRunner
-	namespace, cluster string
+	connect Connect
 
 	mu       sync.Mutex
 	acks     []Ack
@@ -56,34 +55,41 @@ type Writer struct {
 	done     chan struct{}
 }
 
-// StartWriter creates the table on the current primary and starts writing.
-func StartWriter(ctx context.Context, k8s client.Client, runner *localcluster.PodRunner, namespace, cluster string) (*Writer, error) {
-	w := &Writer{k8s: k8s, runner: runner, namespace: namespace, cluster: cluster, done: make(chan struct{})}
-	db, err := w.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	for _, stmt := range []string{"CREATE DATABASE IF NOT EXISTS workload",
-		"CREATE TABLE IF NOT EXISTS workload.acked (id INT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))"} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+// StartWriter creates the table on the current primary and starts writing. Like an
+// application starting, it retries for up to 30 s until the primary answers (a Service's
+// rules may lag its endpoints by a moment).
+func StartWriter(ctx context.Context, connect Connect) (*Writer, error) {
+	w := &Writer{connect: connect, done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		err := w.prepare(ctx)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
 			return nil, fmt.Errorf("while preparing the writer's table: %w", err)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	go w.run()
 	return w, nil
 }
 
-func (w *Writer) connect(ctx context.Context) (*sql.DB, error) {
-	p := PrimaryEndpoint(ctx, w.k8s, w.namespace, w.cluster)
-	if p == "" {
-		return nil, fmt.Errorf("the primary Service of %s/%s has no endpoint", w.namespace, w.cluster)
-	}
-	inst, err := w.runner.Instance(ctx, w.namespace, p)
+func (w *Writer) prepare(ctx context.Context) error {
+	db, err := w.connect(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return inst.DB()
+	defer db.Close()
+	for _, stmt := range []string{"CREATE DATABASE IF NOT EXISTS workload",
+		"CREATE TABLE IF NOT EXISTS workload.acked (id INT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))"} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *Writer) run() {
@@ -95,8 +101,14 @@ func (w *Writer) run() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			var err error
 			db, err = w.connect(ctx)
+			if err == nil {
+				err = db.PingContext(ctx)
+			}
 			cancel()
 			if err != nil {
+				if db != nil {
+					_ = db.Close()
+				}
 				db = nil
 				time.Sleep(10 * time.Millisecond)
 				continue

@@ -47,7 +47,7 @@ func newBench(ctx context.Context, d *localcluster.Dolphin, delay time.Duration)
 	if _, err := b.settled(ctx, ""); err != nil {
 		return nil, err
 	}
-	if b.writer, err = workload.StartWriter(ctx, k8s, d.Runner, ns, name); err != nil {
+	if b.writer, err = workload.StartWriter(ctx, workload.ViaPodRunner(k8s, d.Runner, ns, name)); err != nil {
 		return nil, err
 	}
 	return b, nil

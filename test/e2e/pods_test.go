@@ -1,0 +1,275 @@
+package e2e_test
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/ground"
+)
+
+// myCnfChecked are my.cnf settings whose value SHOW VARIABLES must show as written (the
+// rest are paths and plugin lists MySQL reports in other forms, or change at run time).
+var myCnfChecked = []string{"gtid_mode", "enforce_gtid_consistency", "log_replica_updates", "relay_log_recovery",
+	"require_secure_transport", "rpl_semi_sync_source_wait_point", "sync_binlog", "innodb_flush_log_at_trx_commit",
+	"skip_name_resolve", "skip_replica_start", "max_connections"}
+
+// requireRealPod checks that an instance runs as the operator's pod spec says: the init
+// container's accounts, my.cnf (the operator's settings and the user's), the identity
+// from the pod, readiness after mysqld answered, and the security context in force.
+func requireRealPod(t *testing.T, c *mysqlv1beta1.MySQLCluster, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	d := dbOf(t, c.Namespace, pod.Name)
+	var accounts []string
+	rows, err := d.QueryContext(ctx, "SELECT CONCAT(user, '@', host) FROM mysql.user WHERE user LIKE 'dolphin-%' OR user = 'root' ORDER BY 1")
+	require.NoError(t, err)
+	for rows.Next() {
+		var a string
+		require.NoError(t, rows.Scan(&a))
+		accounts = append(accounts, a)
+	}
+	require.NoError(t, rows.Close())
+	require.Equal(t, []string{resources.AdminUser + "@%", resources.BackupUser + "@%", resources.ExporterUser + "@%",
+		resources.ReplicationUser + "@%", "root@%", "root@localhost"}, accounts, "the init container created the accounts")
+
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.ConfigMapName(c)}, cm))
+	written := parseMyCnf(cm.Data[resources.ConfigFileKey])
+	require.Equal(t, userMaxConnections, written["max_connections"], "the user's setting is in my.cnf")
+	for _, k := range myCnfChecked {
+		var value string
+		require.NoError(t, d.QueryRowContext(ctx,
+			"SELECT VARIABLE_VALUE FROM performance_schema.global_variables WHERE VARIABLE_NAME = ?", k).Scan(&value), k)
+		require.Equal(t, normalise(written[k]), normalise(value), "%s on %s: my.cnf says %q", k, pod.Name, written[k])
+	}
+	var serverID int
+	var reportHost string
+	require.NoError(t, d.QueryRowContext(ctx, "SELECT @@server_id, @@report_host").Scan(&serverID, &reportHost))
+	require.Equal(t, fmt.Sprintf("100%s", pod.Labels["apps.kubernetes.io/pod-index"]), fmt.Sprint(serverID), "server_id from the pod's ordinal")
+	require.Equal(t, ground.InstanceHost(c.Namespace, c.Name, pod.Name), reportHost, "report_host is the instance's DNS name")
+
+	requireReadyAfterMysqldAnswered(t, pod)
+	requireSecurityContext(t, pod)
+}
+
+// requireReadyAfterMysqldAnswered compares the pod's Ready transition with the moment its
+// mysqld logged "ready for connections": the probes, not the container's start, made it
+// Ready.
+func requireReadyAfterMysqldAnswered(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(g.RESTConfig())
+	require.NoError(t, err)
+	logs, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "mysqld"}).DoRaw(context.Background())
+	require.NoError(t, err)
+	var answered time.Time
+	sc := bufio.NewScanner(strings.NewReader(string(logs)))
+	for sc.Scan() {
+		if line := sc.Text(); strings.Contains(line, "ready for connections") && strings.Contains(line, "port: 3306") {
+			answered, err = time.Parse(time.RFC3339Nano, strings.Fields(line)[0])
+			require.NoError(t, err, line)
+		}
+	}
+	require.False(t, answered.IsZero(), "mysqld of %s logged no 'ready for connections':\n%s", pod.Name, logs)
+	var ready metav1.Time
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+			ready = cond.LastTransitionTime
+		}
+	}
+	require.False(t, ready.IsZero(), "%s is Ready", pod.Name)
+	// The condition's time has whole seconds.
+	require.False(t, ready.Time.Before(answered.Truncate(time.Second)),
+		"%s became Ready at %s, before its mysqld answered at %s", pod.Name, ready.Time, answered)
+	t.Logf("%s: mysqld answered at %s, pod Ready at %s", pod.Name, answered.Format(time.StampMilli), ready.Format(time.Stamp))
+}
+
+// requireSecurityContext checks, from inside the running container, what the pod's
+// security context asks for: uid/gid 999, a read-only root, no capabilities, no privilege
+// escalation, the runtime's seccomp filter.
+func requireSecurityContext(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := g.Exec(ctx, pod, "mysqld", "id", "-u")
+	require.NoError(t, err)
+	require.Equal(t, "999", strings.TrimSpace(out), "mysqld runs as uid 999")
+	_, err = g.Exec(ctx, pod, "mysqld", "sh", "-c", "echo x > /written-by-e2e")
+	require.ErrorContains(t, err, "Read-only file system", "the root file system is read-only")
+	status, err := g.Exec(ctx, pod, "mysqld", "cat", "/proc/1/status")
+	require.NoError(t, err)
+	fields := map[string]string{}
+	for line := range strings.Lines(status) {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	require.Equal(t, "2", fields["Seccomp"], "mysqld runs under a seccomp filter (RuntimeDefault)")
+	require.Equal(t, "1", fields["NoNewPrivs"], "no privilege escalation")
+	require.Equal(t, "0000000000000000", fields["CapEff"], "every capability dropped")
+}
+
+// requireKilledMysqldRejoins kills a replica's mysqld with SIGKILL from its node: kubelet
+// must restart the container, and the instance must come back as a replica and apply new
+// transactions.
+func requireKilledMysqldRejoins(t *testing.T, c *mysqlv1beta1.MySQLCluster, name string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pod))
+	restarts := restartCount(pod, "mysqld")
+	require.NoError(t, g.Signal(pod, "mysqld", syscall.SIGKILL))
+	killed := time.Now()
+	took := waitFor(t, 2*time.Minute, name+"'s mysqld restarted by kubelet and Ready", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if n := restartCount(pod, "mysqld"); n != restarts+1 {
+			return fmt.Errorf("%d restarts", n)
+		}
+		if !podReady(pod) {
+			return fmt.Errorf("not Ready")
+		}
+		return nil
+	})
+	t.Logf("%s: killed mysqld restarted and Ready %s after the kill", name, took.Round(10*time.Millisecond))
+	primary := dbOf(t, c.Namespace, c.Status.CurrentPrimary)
+	_, err := primary.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS after_kill")
+	require.NoError(t, err)
+	replica := dbOf(t, c.Namespace, name)
+	waitFor(t, time.Minute, name+" to replicate a write made after its restart", func() error {
+		var n int
+		if err := replica.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'after_kill'").Scan(&n); err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("not there yet")
+		}
+		return nil
+	})
+	readyCluster(t, c.Namespace, c.Name)
+	t.Logf("%s rejoined %s after the kill", name, time.Since(killed).Round(10*time.Millisecond))
+}
+
+func restartCount(pod *corev1.Pod, container string) int32 {
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name == container {
+			return st.RestartCount
+		}
+	}
+	return -1
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// parseMyCnf reads "key = value" lines.
+func parseMyCnf(s string) map[string]string {
+	out := map[string]string{}
+	for line := range strings.Lines(s) {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// normalise reads MySQL's boolean spellings alike.
+func normalise(v string) string {
+	switch strings.ToUpper(v) {
+	case "ON", "1", "TRUE":
+		return "ON"
+	case "OFF", "0", "FALSE":
+		return "OFF"
+	}
+	return v
+}
+
+// dbOf opens a root connection to an instance (closed at the test's end).
+func dbOf(t *testing.T, ns, pod string) *sql.DB {
+	t.Helper()
+	cluster := pod[:strings.LastIndex(pod, "-")]
+	d, err := g.DB(context.Background(), ns, cluster, pod)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func TestABackupJobFromTheCronJobRunsTheRealBackup(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	c := newCluster(ns, "bk", mysqlv1beta1.DeletionPolicyDelete)
+	c.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 2 * * *"}
+	require.NoError(t, k8s.Create(ctx, c))
+	c = readyCluster(t, ns, "bk")
+	_, err := dbOf(t, ns, c.Status.CurrentPrimary).ExecContext(ctx, "CREATE DATABASE backed_up")
+	require.NoError(t, err)
+
+	// What `kubectl create job --from=cronjob/bk-backup` does.
+	cj := &batchv1.CronJob{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.BackupCronJobName(c)}, cj))
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bk-manual", Labels: cj.Spec.JobTemplate.Labels,
+			Annotations:     map[string]string{"cronjob.kubernetes.io/instantiate": "manual"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))}},
+		Spec: cj.Spec.JobTemplate.Spec,
+	}
+	require.NoError(t, k8s.Create(ctx, job))
+	took := waitFor(t, 3*time.Minute, "the backup Job to finish", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return err
+		}
+		for _, cond := range job.Status.Conditions {
+			if cond.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch cond.Type {
+			case batchv1.JobComplete:
+				return nil
+			case batchv1.JobFailed:
+				t.Fatalf("the backup Job failed: %s: %s", cond.Reason, cond.Message)
+			}
+		}
+		return fmt.Errorf("active %d, failed %d", job.Status.Active, job.Status.Failed)
+	})
+	t.Logf("backup Job complete after %s", took.Round(10*time.Millisecond))
+
+	dir, err := g.VolumePath(ctx, ns, resources.BackupCronJobName(c))
+	require.NoError(t, err)
+	dumps, err := filepath.Glob(filepath.Join(dir, "*.sql.gz"))
+	require.NoError(t, err)
+	require.Len(t, dumps, 1, "one complete dump on the backup volume")
+	f, err := os.Open(dumps[0])
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	dump, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Contains(t, string(dump), "CREATE DATABASE /*!32312 IF NOT EXISTS*/ `backed_up`", "the dump holds the data written before it")
+	require.Contains(t, string(dump), "SET @@GLOBAL.GTID_PURGED", "the dump records its GTID set")
+	t.Logf("dump %s: %d bytes uncompressed", filepath.Base(dumps[0]), len(dump))
+}

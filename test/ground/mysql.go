@@ -1,0 +1,105 @@
+package ground
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"database/sql"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// InstanceHost is an instance's DNS name, as replicas and the operator use it.
+func InstanceHost(namespace, cluster, pod string) string {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
+	return pod + "." + resources.HeadlessServiceName(c) + "." + namespace + ".svc"
+}
+
+// ServiceHost is the DNS name of one of a cluster's Services (e.g. <cluster>-primary).
+func ServiceHost(namespace, service string) string { return service + "." + namespace + ".svc" }
+
+// DB opens a root connection to one instance of a cluster by its DNS name, over TLS
+// verified against the cluster's CA, as a client inside the cluster would.
+func (g *Ground) DB(ctx context.Context, namespace, cluster, pod string) (*sql.DB, error) {
+	return g.HostDB(ctx, namespace, cluster, InstanceHost(namespace, cluster, pod))
+}
+
+// HostDB opens a root connection to host:3306 (an instance's or a Service's DNS name)
+// with the cluster's root password and CA. Dials, reads and writes time out after 5 s.
+func (g *Ground) HostDB(ctx context.Context, namespace, cluster, host string) (*sql.DB, error) {
+	cs, err := kubernetes.NewForConfig(g.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("while creating a client: %w", err)
+	}
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
+	creds, err := cs.CoreV1().Secrets(namespace).Get(ctx, resources.CredentialsSecretName(c), metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("while reading %s's credentials: %w", cluster, err)
+	}
+	tlsSecret, err := cs.CoreV1().Secrets(namespace).Get(ctx, resources.TLSSecretName(c), metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("while reading %s's TLS Secret: %w", cluster, err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(tlsSecret.Data[resources.KeyCACert]) {
+		return nil, fmt.Errorf("secret %s has no CA certificate", tlsSecret.Name)
+	}
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", net.JoinHostPort(host, "3306"), "root", string(creds.Data[resources.KeyRootPassword])
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
+	cfg.TLS = &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("while connecting to %s: %w", host, err)
+	}
+	return sql.OpenDB(conn), nil
+}
+
+// Exec runs a command in a container of a running pod (kubectl exec: API server, then the
+// node's kubelet and containerd) and returns its output; err includes stderr.
+func (g *Ground) Exec(ctx context.Context, pod *corev1.Pod, container string, command ...string) (string, error) {
+	cs, err := kubernetes.NewForConfig(g.RESTConfig())
+	if err != nil {
+		return "", fmt.Errorf("while creating a client: %w", err)
+	}
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true},
+			scheme.ParameterCodec)
+	exec, err := remotecommand.NewSPDYExecutor(g.RESTConfig(), "POST", req.URL())
+	if err != nil {
+		return "", fmt.Errorf("exec in %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		return stdout.String(), fmt.Errorf("exec %v in %s/%s: %w: %s", command, pod.Namespace, pod.Name, err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// Signal sends a signal to a container's first process from the node, as a crash or a
+// hang would hit it (SIGKILL, SIGSTOP, SIGCONT).
+func (g *Ground) Signal(pod *corev1.Pod, container string, sig syscall.Signal) error {
+	pid, err := g.ContainerPID(pod, container)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("while sending %s to %s of %s/%s (pid %d): %w", sig, container, pod.Namespace, pod.Name, pid, err)
+	}
+	return nil
+}
