@@ -135,7 +135,7 @@ test-mysql: mysql ## Tests against real mysqld instances.
 	$(GOTEST) $(TEST_FLAGS) $(MYSQL_PKGS)
 
 .PHONY: test-e2e
-test-e2e: build cluster-tools mysql kustomize ## Local end-to-end: control plane + kwok + real mysqld per pod.
+test-e2e: build cluster-tools mysql images kustomize controller-gen ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
 	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager $(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 
 # OLM's CRDs come from the pinned OLM module (downloaded by `make olm`).
@@ -148,9 +148,9 @@ test-olm: build cluster-tools mysql olm opm catalog-render ## Install and upgrad
 	  $(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/olm/... 2>&1 | tee .run/test-olm.log
 
 .PHONY: test-chainsaw
-test-chainsaw: build cluster-tools mysql chainsaw ## Chainsaw suites (test/chainsaw) against the local cluster with the operator.
-	go build -o $(LOCALBIN)/localcluster ./test/localcluster/cmd/localcluster
-	$(LOCALBIN)/localcluster demo --manager $(LOCALBIN)/manager --repo-root $(CURDIR) --state-dir $(CURDIR)/.run/chainsaw \
+test-chainsaw: cluster-tools images chainsaw kustomize controller-gen ## Chainsaw suites (test/chainsaw) against the real-node ground with the operator.
+	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
+	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/chainsaw \
 	  --run '$(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
 
 .PHONY: bench-failover
@@ -179,10 +179,9 @@ run: ## Run the manager against the cluster in $KUBECONFIG, webhooks off.
 	ENABLE_WEBHOOKS=false go run ./cmd/manager --metrics-secure=false --metrics-bind-address=:8080
 
 .PHONY: demo
-demo: build cluster-tools mysql ## The local cluster, the operator with its webhooks, a sample cluster (Ctrl-C stops).
-	go build -o $(LOCALBIN)/localcluster ./test/localcluster/cmd/localcluster
-	$(LOCALBIN)/localcluster demo --manager $(LOCALBIN)/manager --state-dir $(CURDIR)/.run/demo \
-	  --repo-root $(CURDIR) \
+demo: cluster-tools images kustomize controller-gen ## Real nodes, the operator from make deploy, a sample cluster Ready (Ctrl-C stops).
+	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
+	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/demo \
 	  --sample config/samples/mysql_v1beta1_mysqlcluster.yaml --wait-ready 5m \
 	  $(DEMO_FLAGS)
 

@@ -140,11 +140,13 @@ func (s *sampler) finish(t *testing.T) {
 	require.LessOrEqual(t, s.maxWritable.Load(), int32(1), "never two writable instances")
 }
 
-// TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite switches over by spec.primary, then
-// stops the node that holds the new primary (kubelet, containerd and every container on
-// it; its addresses stop answering): the operator must fail over with no acknowledged
-// write lost. When the node comes back, its instance rejoins and, as spec.primary still
-// names it, becomes primary again.
+// TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite switches over by spec.primary to an
+// instance on a node the operator does not run on, then stops that node (kubelet,
+// containerd and every container on it; its addresses stop answering): the operator must
+// fail over with no acknowledged write lost. When the node comes back, its instance
+// rejoins and, as spec.primary still names it, becomes primary again. (Losing the
+// operator's own node as well is another scenario: its pod is replaced only once
+// Kubernetes evicts it from the unreachable node.)
 func TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -163,30 +165,31 @@ func TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite(t *testing.T) {
 	s := startSampler(t, ns, names...)
 	time.Sleep(time.Second)
 
-	// Planned switchover: spec.primary.
+	// Planned switchover: spec.primary, to an instance away from the operator.
+	target := awayFromOperator(t, ns, "ha-1", "ha-2")
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
-	c.Spec.Primary = "ha-1"
+	c.Spec.Primary = target
 	require.NoError(t, k8s.Update(ctx, c))
-	waitPrimary(t, ns, "ha", "ha-1")
+	waitPrimary(t, ns, "ha", target)
 	time.Sleep(time.Second)
-	requireTopology(t, ns, "ha-1", names...)
+	requireTopology(t, ns, target, names...)
 
 	// Failover: the primary's node is lost.
 	pod := &corev1.Pod{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ha-1"}, pod))
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: target}, pod))
 	node, err := g.NodeOf(pod)
 	require.NoError(t, err)
 	require.NoError(t, node.Stop())
 	lostAt := time.Now()
 	c2 := &mysqlv1beta1.MySQLCluster{}
-	waitFor(t, 2*time.Minute, "a failover away from ha-1", func() error {
+	waitFor(t, 2*time.Minute, "a failover away from "+target, func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), c2); err != nil {
 			return err
 		}
-		if p := c2.Status.CurrentPrimary; p == "" || p == "ha-1" {
+		if p := c2.Status.CurrentPrimary; p == "" || p == target {
 			return fmt.Errorf("primary %q", p)
 		}
-		if ep := primaryEndpoint(context.Background(), ns, "ha"); ep == "" || ep == "ha-1" {
+		if ep := primaryEndpoint(context.Background(), ns, "ha"); ep == "" || ep == target {
 			return fmt.Errorf("primary Service routes to %q", ep)
 		}
 		return nil
@@ -199,16 +202,35 @@ func TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite(t *testing.T) {
 	time.Sleep(time.Second)
 	requireNoLostWrites(t, ns, newPrimary, w.Acks())
 
-	// The node comes back: ha-1 rejoins (re-cloned if it holds a transaction nobody
-	// acknowledged) and, as spec.primary still names it, becomes primary again.
+	// The node comes back: the old primary rejoins (re-cloned if it holds a transaction
+	// nobody acknowledged) and, as spec.primary still names it, becomes primary again.
 	require.NoError(t, g.RestartNode(ctx, node))
-	waitPrimary(t, ns, "ha", "ha-1")
+	waitPrimary(t, ns, "ha", target)
 	time.Sleep(time.Second)
 	acked := w.Stop()
 	s.finish(t)
 	require.NotEmpty(t, acked)
-	requireTopology(t, ns, "ha-1", names...)
-	requireNoLostWrites(t, ns, "ha-1", acked)
+	requireTopology(t, ns, target, names...)
+	requireNoLostWrites(t, ns, target, acked)
+}
+
+// awayFromOperator returns the first of the pods that runs on another node than the
+// operator's pod.
+func awayFromOperator(t *testing.T, ns string, pods ...string) string {
+	t.Helper()
+	ops := &corev1.PodList{}
+	require.NoError(t, k8s.List(context.Background(), ops, client.InNamespace(ground.OperatorNamespace),
+		client.MatchingLabels{"control-plane": "controller-manager"}))
+	require.Len(t, ops.Items, 1)
+	for _, name := range pods {
+		pod := &corev1.Pod{}
+		require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod))
+		if pod.Spec.NodeName != ops.Items[0].Spec.NodeName {
+			return name
+		}
+	}
+	t.Fatalf("%v all run on the operator's node %s", pods, ops.Items[0].Spec.NodeName)
+	return ""
 }
 
 func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {

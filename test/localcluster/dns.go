@@ -18,7 +18,8 @@ import (
 )
 
 // coreDNSManifest is CoreDNS serving cluster.local (no upstream: nothing outside exists),
-// as the cluster add-on is deployed: its RBAC, Corefile, a Deployment and the kube-dns
+// as the cluster add-on is deployed: its RBAC, Corefile, a Deployment (%d replicas on
+// different nodes, so that losing one node leaves names answered) and the kube-dns
 // Service on DNSServiceIP. %s is the image.
 const coreDNSManifest = `apiVersion: v1
 kind: ServiceAccount
@@ -62,11 +63,16 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
 spec:
-  replicas: 1
+  replicas: %d
   selector: {matchLabels: {k8s-app: kube-dns}}
   template:
     metadata: {labels: {k8s-app: kube-dns}}
     spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - labelSelector: {matchLabels: {k8s-app: kube-dns}}
+            topologyKey: kubernetes.io/hostname
       serviceAccountName: coredns
       dnsPolicy: Default
       priorityClassName: system-cluster-critical
@@ -108,7 +114,7 @@ func (c *Cluster) startDNS(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("while creating a client: %w", err)
 	}
-	if err := ApplyManifest(ctx, cl, fmt.Sprintf(coreDNSManifest, c.cfg.CoreDNSImage)); err != nil {
+	if err := ApplyManifest(ctx, cl, fmt.Sprintf(coreDNSManifest, min(2, len(c.Nodes)), c.cfg.CoreDNSImage)); err != nil {
 		return fmt.Errorf("while deploying CoreDNS: %w", err)
 	}
 	resolv := filepath.Join(c.cfg.Dir, "resolv.conf")

@@ -1,10 +1,11 @@
-// Command localcluster runs the local test cluster by hand: `localcluster demo` is what
-// `make demo` runs (control plane, MySQL pod runner, the operator, a sample cluster), and
-// `localcluster up` is the same without the operator, for running one from a debugger.
+// Command ground runs the real-node test ground by hand: `ground demo` is what `make demo`
+// runs (control plane, real nodes, the operator installed by `make deploy`, a sample
+// cluster), and `ground up` is the same with Dolphin's CRDs but without the operator, for
+// running one as a process (`make run`) or from a debugger.
 //
-// Everything lives in a private network namespace that ends with this process; the
-// kubectl wrapper it writes enters that namespace, so the cluster is usable from any shell
-// while this command runs. Ctrl-C stops everything.
+// Everything lives in a private network and mount namespace that ends with this process;
+// the kubectl wrapper it writes enters those namespaces, so the cluster is usable from any
+// shell while this command runs. Ctrl-C stops everything.
 package main
 
 import (
@@ -19,13 +20,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
 type options struct {
-	manager   string
+	nodes     int
 	binDir    string
-	repoRoot  string
 	run       string
 	samples   stringList
 	stateDir  string
@@ -40,25 +41,20 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func main() {
 	if len(os.Args) < 2 || (os.Args[1] != "demo" && os.Args[1] != "up") {
-		fmt.Fprintln(os.Stderr, "usage: localcluster demo|up [flags] (-h for the flags)")
+		fmt.Fprintln(os.Stderr, "usage: ground demo|up [flags] (-h for the flags)")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
 	var o options
 	fs := flag.NewFlagSet(mode, flag.ExitOnError)
-	fs.StringVar(&o.manager, "manager", "", "operator binary to run in the cluster (demo: required)")
-	fs.StringVar(&o.binDir, "bin-dir", envOr("DOLPHIN_BIN_DIR", "bin"), "folder of the control-plane binaries and kubectl")
-	fs.StringVar(&o.repoRoot, "repo-root", ".", "the repository: CRDs, webhook configurations")
+	fs.IntVar(&o.nodes, "nodes", ground.DefaultNodes, "number of nodes")
+	fs.StringVar(&o.binDir, "bin-dir", envOr("DOLPHIN_BIN_DIR", "bin"), "folder of the tools (kubelet, containerd, kubectl, ...)")
 	fs.StringVar(&o.run, "run", "", "a shell command to run against the cluster (KUBECONFIG set) once it is up; its exit status becomes ours")
 	fs.Var(&o.samples, "sample", "manifest to apply once the operator runs (repeatable)")
 	fs.StringVar(&o.stateDir, "state-dir", ".run/demo", "folder for the cluster's files; emptied at start")
 	fs.DurationVar(&o.waitReady, "wait-ready", 0, "how long to wait for each sample's Ready condition (0: do not wait)")
 	fs.BoolVar(&o.exit, "exit", false, "stop once the samples are Ready instead of waiting for Ctrl-C")
 	_ = fs.Parse(os.Args[2:])
-	if mode == "demo" && o.manager == "" {
-		fmt.Fprintln(os.Stderr, "localcluster demo: --manager is required (make demo builds bin/manager)")
-		os.Exit(2)
-	}
 	if err := localcluster.EnterNetNS(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -84,18 +80,23 @@ func run(mode string, o options) error {
 	if err != nil {
 		return fmt.Errorf("binary folder: %w", err)
 	}
+	began := time.Now()
 	c, err := start(ctx, mode, o, binDir, clusterDir)
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
-	kubectl, err := writeKubectl(state, binDir, c)
+	up := time.Since(began)
+	kubectl, err := writeKubectl(state, binDir, c.Cluster)
 	if err != nil {
 		return err
 	}
 	if err := applySamples(ctx, kubectl, o); err != nil {
 		return err
 	}
+	fmt.Printf("\nStages: cluster%s up %s; samples applied and Ready %s later; %s in all.\n",
+		map[bool]string{true: " and operator", false: ""}[mode == "demo"], up.Round(100*time.Millisecond),
+		(time.Since(began) - up).Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
 	if o.run != "" {
 		cmd := exec.CommandContext(ctx, "sh", "-c", o.run)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
@@ -123,25 +124,21 @@ func run(mode string, o options) error {
 	}
 }
 
-// start brings up the cluster: with the operator for demo, without it for up.
-func start(ctx context.Context, mode string, o options, binDir, dir string) (*localcluster.Cluster, error) {
-	root, err := filepath.Abs(o.repoRoot)
-	if err != nil {
-		return nil, fmt.Errorf("repository folder: %w", err)
-	}
-	manager := o.manager
-	if mode != "demo" {
-		manager = ""
-	}
-	d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: root, Manager: manager,
-		Dir: dir, BinDir: binDir, Log: os.Stdout})
+// start brings up the ground: with the operator for demo; for up, with Dolphin's CRDs
+// (make install) and no operator.
+func start(ctx context.Context, mode string, o options, binDir, dir string) (*ground.Ground, error) {
+	g, err := ground.Start(ctx, ground.Options{Nodes: o.nodes, Dir: dir, BinDir: binDir, Log: os.Stdout,
+		WithoutOperator: mode != "demo"})
 	if err != nil {
 		return nil, err
 	}
-	if d.Operator != nil {
-		fmt.Printf("Operator ready on %s, webhooks registered (log: %s)\n", d.Operator.PodIP, d.Operator.LogPath())
+	if mode != "demo" {
+		if out, err := g.Make(ctx, "install"); err != nil {
+			g.Stop()
+			return nil, fmt.Errorf("%w\n%s", err, out)
+		}
 	}
-	return d.Cluster, nil
+	return g, nil
 }
 
 func envOr(key, def string) string {
@@ -158,8 +155,9 @@ func writeKubectl(state, binDir string, c *localcluster.Cluster) (string, error)
 		return "", fmt.Errorf("kubectl: %w (run `make cluster-tools`)", err)
 	}
 	path := filepath.Join(state, "kubectl")
-	script := fmt.Sprintf("#!/bin/sh\n# Runs kubectl inside the local cluster's network namespace (written by localcluster).\n"+
-		"exec nsenter --net=/proc/%d/ns/net %q --kubeconfig=%q \"$@\"\n", os.Getpid(), bin, c.Kubeconfig)
+	script := fmt.Sprintf("#!/bin/sh\n# Runs kubectl inside the test ground's network and mount namespaces (written by ground).\n"+
+		"exec nsenter --net=/proc/%d/ns/net --mount=/proc/%d/ns/mnt %q --kubeconfig=%q \"$@\"\n",
+		os.Getpid(), os.Getpid(), bin, c.Kubeconfig)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		return "", fmt.Errorf("while writing %s: %w", path, err)
 	}
