@@ -110,8 +110,10 @@ verify-generated: manifests generate bundle catalog ## Fail when generated files
 
 ##@ Test
 
+TEST_TIERS := verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-olm test-chainsaw scorecard-local
 .PHONY: test
-test: verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-olm test-chainsaw scorecard-local ## Run every test tier (what CI runs).
+test: ## Run every test tier in order (what CI runs) and end with a table of how long each took.
+	@hack/run-tiers.sh $(TEST_TIERS)
 
 # Packages by tier. Unit tests need nothing; envtest needs etcd + kube-apiserver; mysql needs
 # a provisioned mysqld; e2e needs the whole local cluster (and MySQL). A tier's helper fails,
@@ -184,6 +186,11 @@ demo: cluster-tools images kustomize controller-gen ## Real nodes, the operator 
 	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/demo \
 	  --sample config/samples/mysql_v1beta1_mysqlcluster.yaml --wait-ready 5m \
 	  $(DEMO_FLAGS)
+
+.PHONY: up
+up: cluster-tools images kustomize controller-gen ## Real nodes with Dolphin's CRDs, no operator: run one with `.run/up/enter make run` (Ctrl-C stops).
+	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
+	$(LOCALBIN)/ground up --state-dir $(CURDIR)/.run/up
 
 ##@ Deploy without OLM (to the cluster KUBECONFIG names)
 

@@ -148,16 +148,23 @@ func envOr(key, def string) string {
 	return def
 }
 
-// writeKubectl writes <state>/kubectl, which runs our kubectl inside this namespace.
+// writeKubectl writes <state>/enter, which runs a command inside this process's network
+// and mount namespaces with KUBECONFIG set (`.run/up/enter make run` runs the manager as a
+// local process against the ground), and <state>/kubectl, which runs our kubectl there.
 func writeKubectl(state, binDir string, c *localcluster.Cluster) (string, error) {
 	bin := filepath.Join(binDir, "kubectl")
 	if _, err := os.Stat(bin); err != nil {
 		return "", fmt.Errorf("kubectl: %w (run `make cluster-tools`)", err)
 	}
+	enter := filepath.Join(state, "enter")
+	script := fmt.Sprintf("#!/bin/sh\n# Runs a command inside the test ground's network and mount namespaces (written by ground).\n"+
+		"KUBECONFIG=%q exec nsenter --net=/proc/%d/ns/net --mount=/proc/%d/ns/mnt --wd=\"$PWD\" \"$@\"\n",
+		c.Kubeconfig, os.Getpid(), os.Getpid())
+	if err := os.WriteFile(enter, []byte(script), 0o755); err != nil {
+		return "", fmt.Errorf("while writing %s: %w", enter, err)
+	}
 	path := filepath.Join(state, "kubectl")
-	script := fmt.Sprintf("#!/bin/sh\n# Runs kubectl inside the test ground's network and mount namespaces (written by ground).\n"+
-		"exec nsenter --net=/proc/%d/ns/net --mount=/proc/%d/ns/mnt %q --kubeconfig=%q \"$@\"\n",
-		os.Getpid(), os.Getpid(), bin, c.Kubeconfig)
+	script = fmt.Sprintf("#!/bin/sh\n# Runs kubectl inside the test ground (written by ground).\nexec %q %q \"$@\"\n", enter, bin)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		return "", fmt.Errorf("while writing %s: %w", path, err)
 	}
