@@ -137,7 +137,7 @@ test-mysql: mysql ## Tests against real mysqld instances.
 	$(GOTEST) $(TEST_FLAGS) $(MYSQL_PKGS)
 
 .PHONY: test-e2e
-test-e2e: build cluster-tools mysql images kustomize controller-gen ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
+test-e2e: build cluster-tools mysql images kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
 	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager $(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 
 # OLM's CRDs come from the pinned OLM module (downloaded by `make olm`).
@@ -150,7 +150,7 @@ test-olm: build cluster-tools mysql olm opm catalog-render ## Install and upgrad
 	  $(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/olm/... 2>&1 | tee .run/test-olm.log
 
 .PHONY: test-chainsaw
-test-chainsaw: cluster-tools images chainsaw kustomize controller-gen ## Chainsaw suites (test/chainsaw) against the real-node ground with the operator.
+test-chainsaw: cluster-tools images chainsaw kustomize manifests ## Chainsaw suites (test/chainsaw) against the real-node ground with the operator.
 	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
 	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/chainsaw \
 	  --run '$(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
@@ -181,14 +181,14 @@ run: ## Run the manager against the cluster in $KUBECONFIG, webhooks off.
 	ENABLE_WEBHOOKS=false go run ./cmd/manager --metrics-secure=false --metrics-bind-address=:8080
 
 .PHONY: demo
-demo: cluster-tools images kustomize controller-gen ## Real nodes, the operator from make deploy, a sample cluster Ready (Ctrl-C stops).
+demo: cluster-tools images kustomize manifests ## Real nodes, the operator from make deploy, a sample cluster Ready (Ctrl-C stops).
 	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
 	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/demo \
 	  --sample config/samples/mysql_v1beta1_mysqlcluster.yaml --wait-ready 5m \
 	  $(DEMO_FLAGS)
 
 .PHONY: up
-up: cluster-tools images kustomize controller-gen ## Real nodes with Dolphin's CRDs, no operator: run one with `.run/up/enter make run` (Ctrl-C stops).
+up: cluster-tools images kustomize manifests ## Real nodes with Dolphin's CRDs, no operator: run one with `.run/up/enter make run` (Ctrl-C stops).
 	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
 	$(LOCALBIN)/ground up --state-dir $(CURDIR)/.run/up
 
@@ -207,11 +207,14 @@ uninstall: manifests kustomize kubectl ## Remove the CRDs, and with them every M
 # `make deploy` builds config/default through an overlay of its own (.run/deploy), so that IMG
 # and the operand images never edit a committed file: RELATED_IMAGE_* variables set in the
 # environment (RELATED_IMAGE_MYSQL_9_7=..., see docs/install.md) reach the manager's container.
-DEPLOY_DIR := $(CURDIR)/.run/deploy
+# DEPLOY_DIR is where the overlay and the manifests go; DEPLOY_NO_REGEN=1 skips `make
+# manifests` (the test ground sets both: its clusters deploy at once from one checkout).
+DEPLOY_DIR ?= $(CURDIR)/.run/deploy
 .PHONY: deploy-manifests
-deploy-manifests: manifests kustomize
+deploy-manifests: $(if $(DEPLOY_NO_REGEN),,manifests) kustomize
 	@rm -rf $(DEPLOY_DIR) && mkdir -p $(DEPLOY_DIR)
-	@printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../config/default\n' > $(DEPLOY_DIR)/kustomization.yaml
+	@printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n' \
+	  "$$(realpath --relative-to=$(DEPLOY_DIR) $(CURDIR)/config/default)" > $(DEPLOY_DIR)/kustomization.yaml
 	@cd $(DEPLOY_DIR) && $(KUSTOMIZE) edit set image $(IMAGE_TAG_BASE)=$(IMG)
 	@for v in $$(env | grep -o '^RELATED_IMAGE_[A-Z0-9_]*' | sort); do \
 	  cd $(DEPLOY_DIR) && $(KUSTOMIZE) edit add patch --kind Deployment --name controller-manager \

@@ -127,10 +127,13 @@ func (g *Ground) MySQLSeries() string {
 	return parts[0] + "." + parts[1]
 }
 
-// DeployEnv is the environment `make deploy` needs to install the ground's images.
+// DeployEnv is the environment `make deploy` needs to install the ground's images. The
+// overlay goes to the cluster's folder and the generated manifests are not regenerated
+// (the make target that runs the tests did that): grounds of one checkout deploy at once.
 func (g *Ground) DeployEnv() []string {
 	return []string{"KUBECONFIG=" + g.Kubeconfig, "IMG=" + g.OperatorImage,
-		resources.EnvName(g.MySQLSeries()) + "=" + g.MySQLImage}
+		resources.EnvName(g.MySQLSeries()) + "=" + g.MySQLImage,
+		"DEPLOY_DIR=" + filepath.Join(g.Dir(), "deploy"), "DEPLOY_NO_REGEN=1"}
 }
 
 // Make runs a target of the repository's Makefile against the ground, with DeployEnv.
