@@ -156,9 +156,9 @@ test-chainsaw: cluster-tools images chainsaw kustomize manifests ## Chainsaw sui
 	  --run '$(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
 
 .PHONY: bench-failover
-bench-failover: build cluster-tools mysql ## Measure failover and switchover write unavailability on the local cluster (BENCH_RUNS, default 5).
+bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, mysqld crash, switchover (BENCH_RUNS, default 5).
 	go build -o $(LOCALBIN)/bench-failover ./test/bench/failover
-	$(LOCALBIN)/bench-failover --runs $(BENCH_RUNS) --manager $(LOCALBIN)/manager
+	$(LOCALBIN)/bench-failover --runs $(BENCH_RUNS)
 
 BENCH_RUNS ?= 5
 
@@ -289,11 +289,12 @@ scorecard: operator-sdk ## Run scorecard against the cluster in $KUBECONFIG (nee
 	$(OPERATOR_SDK) scorecard ./bundle
 
 .PHONY: scorecard-local
-scorecard-local: build operator-sdk cluster-tools mysql ## Run the bundle's scorecard tests here: built-ins in a chroot, Dolphin's on the local cluster.
+scorecard-local: operator-sdk cluster-tools images kustomize manifests ## Run the bundle's scorecard tests here: built-ins in a chroot, Dolphin's on the real-node ground.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/dolphin-scorecard-tests ./scorecard/cmd/dolphin-scorecard-tests
 	go build -o $(LOCALBIN)/scorecard-local ./scorecard/cmd/scorecard-local
+	@mkdir -p .run
 	$(LOCALBIN)/scorecard-local --bundle bundle --scorecard-test $(SCORECARD_TEST) \
-	  --dolphin-tests $(LOCALBIN)/dolphin-scorecard-tests --manager $(LOCALBIN)/manager --output $(CURDIR)/.run/scorecard-results.json
+	  --dolphin-tests $(LOCALBIN)/dolphin-scorecard-tests --output $(CURDIR)/.run/scorecard-results.json
 
 .PHONY: scorecard-image-build
 scorecard-image-build: ## Build the image of Dolphin's scorecard tests (needs a container engine).

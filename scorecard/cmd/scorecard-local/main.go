@@ -1,7 +1,7 @@
 // Command scorecard-local runs the bundle's scorecard configuration on this machine, as
 // `make scorecard-local` does: the built-in tests through the real scorecard-test binary
-// with the bundle at /bundle, Dolphin's own tests against a local cluster running the
-// operator. It prints a summary and writes scorecard's v1alpha3 TestList as JSON.
+// with the bundle at /bundle, Dolphin's own tests against the real-node test ground with
+// the operator installed by `make deploy`. It prints a summary and writes scorecard's v1alpha3 TestList as JSON.
 package main
 
 import (
@@ -17,6 +17,7 @@ import (
 	scapiv1alpha3 "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
 
 	"github.com/dolphin-operator/dolphin/scorecard/local"
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
@@ -24,14 +25,13 @@ func main() {
 	bundle := flag.String("bundle", "bundle", "the bundle folder")
 	scorecardTest := flag.String("scorecard-test", "bin/scorecard-test", "the built-in tests' binary")
 	dolphinTests := flag.String("dolphin-tests", "bin/dolphin-scorecard-tests", "Dolphin's tests' binary")
-	manager := flag.String("manager", "bin/manager", "the operator binary, for tests that need a cluster")
 	out := flag.String("output", "scorecard-results.json", "where to write the v1alpha3 TestList")
 	flag.Parse()
 	if err := localcluster.EnterNetNS(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	failed, err := run(*bundle, *scorecardTest, *dolphinTests, *manager, *out)
+	failed, err := run(*bundle, *scorecardTest, *dolphinTests, *out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -45,7 +45,7 @@ func main() {
 	}
 }
 
-func run(bundle, scorecardTest, dolphinTests, manager, out string) ([]string, error) {
+func run(bundle, scorecardTest, dolphinTests, out string) ([]string, error) {
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	r := &local.Runner{Bundle: abs(bundle), ScorecardTest: abs(scorecardTest), DolphinTests: abs(dolphinTests),
 		Namespace: "default", Log: os.Stdout}
@@ -56,19 +56,19 @@ func run(bundle, scorecardTest, dolphinTests, manager, out string) ([]string, er
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	if local.NeedsCluster(cfg) {
-		root, _ := filepath.Abs(".")
-		// The cluster's progress (pod runner, mysqld) goes next to the results, for a post-mortem.
+		// The cluster's progress goes next to the results, for a post-mortem.
 		logFile, err := os.Create(strings.TrimSuffix(out, filepath.Ext(out)) + "-cluster.log")
 		if err != nil {
 			return nil, fmt.Errorf("while creating the cluster log: %w", err)
 		}
 		defer logFile.Close()
-		d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: root, Manager: abs(manager), Log: logFile})
+		g, err := ground.Start(ctx, ground.Options{Log: logFile})
 		if err != nil {
 			return nil, err
 		}
-		defer d.Stop()
-		r.Kubeconfig = d.Kubeconfig
+		defer g.Stop()
+		defer func() { fmt.Fprintf(logFile, "operator log (end):\n%s\n", g.OperatorLogs(context.Background())) }()
+		r.Kubeconfig = g.Kubeconfig
 	}
 	list, err := r.Run(ctx, cfg)
 	if err != nil {

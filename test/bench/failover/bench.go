@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,33 +15,32 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
-	"github.com/dolphin-operator/dolphin/test/envtest"
-	"github.com/dolphin-operator/dolphin/test/localcluster"
-	"github.com/dolphin-operator/dolphin/test/mysqld"
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/workload"
 )
 
 const ns, name = "bench", "bench"
 
 type bench struct {
+	g      *ground.Ground
 	k8s    client.Client
-	runner *localcluster.PodRunner
 	writer *workload.Writer
 	key    client.ObjectKey
 }
 
-func newBench(ctx context.Context, d *localcluster.Dolphin, delay time.Duration) (*bench, error) {
-	k8s, err := client.New(d.RESTConfig(), client.Options{Scheme: envtest.Scheme()})
+func newBench(ctx context.Context, g *ground.Ground, delay time.Duration) (*bench, error) {
+	k8s, err := g.Client()
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{k8s: k8s, runner: d.Runner, key: client.ObjectKey{Namespace: ns, Name: name}}
+	b := &bench{g: g, k8s: k8s, key: client.ObjectKey{Namespace: ns, Name: name}}
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return nil, err
 	}
 	size := resource.MustParse("1Gi")
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), Storage: mysqlv1beta1.StorageSpec{Size: &size}}}
+		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), Storage: mysqlv1beta1.StorageSpec{Size: &size},
+			MySQL: mysqlv1beta1.MySQLSpec{Version: g.MySQLSeries()}}}
 	c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: delay}
 	if err := k8s.Create(ctx, c); err != nil {
 		return nil, err
@@ -47,7 +48,9 @@ func newBench(ctx context.Context, d *localcluster.Dolphin, delay time.Duration)
 	if _, err := b.settled(ctx, ""); err != nil {
 		return nil, err
 	}
-	if b.writer, err = workload.StartWriter(ctx, workload.ViaPodRunner(k8s, d.Runner, ns, name)); err != nil {
+	if b.writer, err = workload.StartWriter(ctx, func(ctx context.Context) (*sql.DB, error) {
+		return g.HostDB(ctx, ns, name, ground.ServiceHost(ns, name+"-primary"))
+	}); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -112,52 +115,120 @@ func (b *bench) switchover(ctx context.Context) (time.Duration, int, error) {
 	return b.writer.LongestGap(start, end), lost, err
 }
 
-// failover kills the primary's mysqld and measures from the kill to the first write the
-// new primary acknowledged; then it brings the old one back and waits for it to rejoin.
-func (b *bench) failover(ctx context.Context) (time.Duration, int, error) {
+// crash kills the primary's mysqld (SIGKILL from its node; kubelet restarts the container)
+// and measures from the kill to the first write acknowledged after it, by whichever
+// instance the operator then makes primary; then it waits for the cluster to settle.
+func (b *bench) crash(ctx context.Context) (time.Duration, int, error) {
 	c := &mysqlv1beta1.MySQLCluster{}
 	if err := b.k8s.Get(ctx, b.key, c); err != nil {
 		return 0, 0, err
 	}
-	old := c.Status.CurrentPrimary
-	inst, err := b.runner.Instance(ctx, ns, old)
-	if err != nil {
+	pod := &corev1.Pod{}
+	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Status.CurrentPrimary}, pod); err != nil {
 		return 0, 0, err
 	}
-	inst.SetRestartPolicy(mysqld.RestartNever)
 	killed := time.Now()
-	if err := inst.Kill(); err != nil {
+	if err := b.g.Signal(pod, "mysqld", syscall.SIGKILL); err != nil {
 		return 0, 0, err
-	}
-	var promoted string
-	for promoted == "" || promoted == old {
-		if time.Since(killed) > 2*time.Minute {
-			return 0, 0, fmt.Errorf("no failover away from %s", old)
-		}
-		promoted = workload.PrimaryEndpoint(ctx, b.k8s, ns, name)
-		time.Sleep(5 * time.Millisecond)
 	}
 	first, err := b.writer.AckedAfter(ctx, killed)
 	if err != nil {
 		return 0, 0, err
 	}
-	took := first.Sub(killed)
-	inst.SetRestartPolicy(mysqld.RestartAlways)
-	if err := inst.Resume(ctx); err != nil {
-		return 0, 0, err
-	}
-	// spec.primary names the killed instance: once it has rejoined, the operator switches
-	// back to it.
 	primary, err := b.settled(ctx, c.Spec.Primary)
 	if err != nil {
 		return 0, 0, err
 	}
 	lost, err := b.lost(ctx, primary)
-	return took, lost, err
+	return first.Sub(killed), lost, err
+}
+
+// failover stops the node of the primary (first moved, unmeasured, to an instance away from
+// the operator's node: the operator must survive the loss) and measures from the stop to
+// the first write the new primary acknowledged; then the node returns and the cluster
+// settles with the old primary back (spec.primary names it).
+func (b *bench) failover(ctx context.Context) (time.Duration, int, error) {
+	old, err := b.awayFromOperator(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	pod := &corev1.Pod{}
+	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: old}, pod); err != nil {
+		return 0, 0, err
+	}
+	node, err := b.g.NodeOf(pod)
+	if err != nil {
+		return 0, 0, err
+	}
+	stopped := time.Now()
+	if err := node.Stop(); err != nil {
+		return 0, 0, err
+	}
+	var promoted string
+	for promoted == "" || promoted == old {
+		if time.Since(stopped) > 3*time.Minute {
+			return 0, 0, fmt.Errorf("no failover away from %s", old)
+		}
+		promoted = workload.PrimaryEndpoint(ctx, b.k8s, ns, name)
+		time.Sleep(5 * time.Millisecond)
+	}
+	first, err := b.writer.AckedAfter(ctx, stopped)
+	if err != nil {
+		return 0, 0, err
+	}
+	lost, err := b.lost(ctx, promoted)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := b.g.RestartNode(ctx, node); err != nil {
+		return 0, 0, err
+	}
+	if _, err := b.settled(ctx, old); err != nil {
+		return 0, 0, err
+	}
+	return first.Sub(stopped), lost, nil
+}
+
+// awayFromOperator makes the primary an instance whose node does not run the operator
+// (a switchover if needed) and returns it.
+func (b *bench) awayFromOperator(ctx context.Context) (string, error) {
+	ops := &corev1.PodList{}
+	if err := b.k8s.List(ctx, ops, client.InNamespace(ground.OperatorNamespace),
+		client.MatchingLabels{"control-plane": "controller-manager"}); err != nil || len(ops.Items) != 1 {
+		return "", fmt.Errorf("finding the operator's pod: %d pods (%w)", len(ops.Items), err)
+	}
+	c := &mysqlv1beta1.MySQLCluster{}
+	if err := b.k8s.Get(ctx, b.key, c); err != nil {
+		return "", err
+	}
+	for i := range 3 {
+		candidate := c.Status.CurrentPrimary
+		for range i {
+			candidate = next(candidate)
+		}
+		pod := &corev1.Pod{}
+		if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: candidate}, pod); err != nil {
+			return "", err
+		}
+		if pod.Spec.NodeName == ops.Items[0].Spec.NodeName {
+			continue
+		}
+		if i > 0 {
+			c.Spec.Primary = candidate
+			if err := b.k8s.Update(ctx, c); err != nil {
+				return "", err
+			}
+			if _, err := b.settled(ctx, candidate); err != nil {
+				return "", err
+			}
+		}
+		return candidate, nil
+	}
+	return "", fmt.Errorf("every instance runs on the operator's node %s", ops.Items[0].Spec.NodeName)
 }
 
 func (b *bench) lost(ctx context.Context, primary string) (int, error) {
-	db, err := b.runner.DB(ctx, ns, primary)
+	db, err := b.g.DB(ctx, ns, name, primary)
 	if err != nil {
 		return 0, err
 	}

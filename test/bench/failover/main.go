@@ -1,11 +1,13 @@
-// Command failover measures, on the local test ground, how long a MySQLCluster is without a
-// writable primary: after its primary's mysqld is killed (failover: kill → a new primary
-// accepts writes and the primary Service routes to it) and during a planned switchover
-// (spec.primary changed → writes accepted again). A writer commits through the primary
-// Service's endpoint throughout and every acknowledged row is checked on the new primary.
-// The last two lines are the summary `make bench-failover` promises:
+// Command failover measures, on the real-node test ground, how long a MySQLCluster is
+// without a writable primary: after the primary's node is lost (failover: node stopped →
+// a new primary accepts writes through the primary Service), after the primary's mysqld is
+// killed (kubelet restarts it: kill → writes accepted again) and during a planned
+// switchover (spec.primary changed → writes accepted again). A writer commits through the
+// primary Service throughout and every acknowledged row is checked on the new primary.
+// The last three lines are the summary `make bench-failover` promises:
 //
 //	failover_seconds p50=<x> max=<y> lost_writes=<n>
+//	crash_unavailable_seconds p50=<x> max=<y> lost_writes=<n>
 //	switchover_unavailable_seconds p50=<x> max=<y> lost_writes=<n>
 package main
 
@@ -17,7 +19,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/dolphin-operator/dolphin/test/envtest"
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
@@ -26,47 +28,51 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	runs := flag.Int("runs", 5, "failovers and switchovers to measure, each")
-	manager := flag.String("manager", "bin/manager", "the operator binary")
+	runs := flag.Int("runs", 5, "failovers, crashes and switchovers to measure, each")
 	delay := flag.Duration("detection-delay", 2*time.Second, "spec.replication.failover.detectionDelay")
 	flag.Parse()
-	if err := run(*runs, *manager, *delay); err != nil {
+	if err := run(*runs, *delay); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-failover:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs int, manager string, delay time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+func run(runs int, delay time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{RepoRoot: envtest.RepoRoot(), Manager: manager})
+	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr})
 	if err != nil {
 		return err
 	}
-	defer d.Stop()
-	b, err := newBench(ctx, d, delay)
+	defer g.Stop()
+	b, err := newBench(ctx, g, delay)
 	if err != nil {
 		return err
 	}
-	var failovers, switchovers []time.Duration
-	var lostF, lostS int
+	kinds := []struct {
+		name, what, summary string
+		measure             func(context.Context) (time.Duration, int, error)
+	}{
+		{"switchover", "writes unavailable", "switchover_unavailable_seconds", b.switchover},
+		{"crash", "kill to writes acknowledged", "crash_unavailable_seconds", b.crash},
+		{"failover", "node stop to new primary", "failover_seconds", b.failover},
+	}
+	took := make([][]time.Duration, len(kinds))
+	lost := make([]int, len(kinds))
 	for i := range runs {
-		took, lost, err := b.switchover(ctx)
-		if err != nil {
-			return fmt.Errorf("switchover %d: %w", i+1, err)
+		for k, kind := range kinds {
+			d, l, err := kind.measure(ctx)
+			if err != nil {
+				return fmt.Errorf("%s %d: %w", kind.name, i+1, err)
+			}
+			fmt.Printf("%s %d: %s %.3fs, lost %d\n", kind.name, i+1, kind.what, d.Seconds(), l)
+			took[k], lost[k] = append(took[k], d), lost[k]+l
 		}
-		fmt.Printf("switchover %d: writes unavailable %.3fs, lost %d\n", i+1, took.Seconds(), lost)
-		switchovers, lostS = append(switchovers, took), lostS+lost
-		took, lost, err = b.failover(ctx)
-		if err != nil {
-			return fmt.Errorf("failover %d: %w", i+1, err)
-		}
-		fmt.Printf("failover %d: kill to new primary %.3fs, lost %d\n", i+1, took.Seconds(), lost)
-		failovers, lostF = append(failovers, took), lostF+lost
 	}
 	fmt.Printf("detection delay %s, %d runs each, %d writes acknowledged\n", delay, runs, b.acked())
-	fmt.Printf("failover_seconds p50=%.3f max=%.3f lost_writes=%d\n", p50(failovers), maxOf(failovers), lostF)
-	fmt.Printf("switchover_unavailable_seconds p50=%.3f max=%.3f lost_writes=%d\n", p50(switchovers), maxOf(switchovers), lostS)
+	for _, k := range []int{2, 1, 0} {
+		fmt.Printf("%s p50=%.3f max=%.3f lost_writes=%d\n", kinds[k].summary, p50(took[k]), maxOf(took[k]), lost[k])
+	}
 	return nil
 }
 
