@@ -34,11 +34,10 @@ type Node struct {
 	stopped bool
 }
 
-func (n *Node) bridge() string     { return fmt.Sprintf("cni%d", n.index) }
-func (n *Node) gateway() string    { return fmt.Sprintf("10.244.%d.1", n.index) }
-func (n *Node) socket() string     { return filepath.Join(n.dir, "containerd", "containerd.sock") }
-func (n *Node) logDir() string     { return filepath.Join(n.dir, "logs") }
-func (n *Node) kubeletDir() string { return filepath.Join(n.dir, "kubelet") }
+func (n *Node) bridge() string  { return fmt.Sprintf("cni%d", n.index) }
+func (n *Node) gateway() string { return fmt.Sprintf("10.244.%d.1", n.index) }
+func (n *Node) socket() string  { return filepath.Join(n.dir, "containerd", "containerd.sock") }
+func (n *Node) logDir() string  { return filepath.Join(n.dir, "logs") }
 
 func newNode(clusterDir, clusterCgroup string, index int) *Node {
 	name := fmt.Sprintf("node%d", index)
