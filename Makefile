@@ -26,7 +26,7 @@ LDFLAGS := -s -w -X github.com/dolphin-operator/dolphin/internal/version.Version
 LOCALBIN := $(CURDIR)/bin
 export DOLPHIN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/dolphin
 TOOLS := hack/tools
-modver = $(shell awk '$$1=="$(2)" {print $$2; exit}' $(TOOLS)/$(1)/go.mod)
+modver = $(shell awk '$$1=="$(2)" {print $$2; exit} $$1=="require" && $$2=="$(2)" {print $$3; exit}' $(TOOLS)/$(1)/go.mod)
 BUILD_TOOL := hack/build-tool.sh
 
 KUBE_VERSION           := $(call modver,k8s,k8s.io/kubernetes)
@@ -138,15 +138,15 @@ test-mysql: mysql ## Tests against real mysqld instances.
 
 .PHONY: test-e2e
 test-e2e: build cluster-tools mysql images kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
-	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager $(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
+	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 
 # OLM's CRDs come from the pinned OLM module (downloaded by `make olm`).
 OLM_CRDS = $(shell cd $(TOOLS)/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds
 
 .PHONY: test-olm
-test-olm: build cluster-tools mysql olm opm catalog-render ## Install and upgrade Dolphin through real OLM from its catalog (log: .run/test-olm.log).
+test-olm: cluster-tools images olm opm catalog-render ## Install and upgrade Dolphin through real OLM from its catalog, on real nodes (log: .run/test-olm.log).
 	@mkdir -p .run
-	DOLPHIN_MANAGER_BIN=$(LOCALBIN)/manager DOLPHIN_OLM_CRDS=$(OLM_CRDS) \
+	DOLPHIN_OLM_CRDS=$(OLM_CRDS) \
 	  $(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/olm/... 2>&1 | tee .run/test-olm.log
 
 .PHONY: test-chainsaw
@@ -171,7 +171,7 @@ build: ## Build the manager binary into bin/manager.
 .PHONY: images
 images: build mysql coredns ## Build the local cluster's images (operator, MySQL, pause, CoreDNS) as OCI tarballs, no engine needed.
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(LOCALBIN)/pause ./hack/images/pause
-	go run ./hack/images --out $(DOLPHIN_CACHE)/images --manifest $(DOLPHIN_IMAGES) \
+	go run ./hack/images --out $(DOLPHIN_CACHE)/images --operator-out $(LOCALBIN)/images --manifest $(DOLPHIN_IMAGES) \
 	  --manager $(LOCALBIN)/manager --version $(VERSION) \
 	  --mysql-root $(DOLPHIN_MYSQL_DIR)/root --mysql-version-file $(DOLPHIN_MYSQL_DIR)/VERSION \
 	  --pause $(LOCALBIN)/pause --coredns $(LOCALBIN)/coredns --coredns-version $(COREDNS_VERSION)
@@ -324,8 +324,9 @@ CONTAINERD_FLAGS := -tags 'no_btrfs no_devmapper no_zfs no_aufs urfave_cli_no_do
 containerd:
 	@for c in containerd containerd-shim-runc-v2 ctr; do \
 	  $(BUILD_TOOL) $$c $(CONTAINERD_VERSION) $(TOOLS)/containerd $(CONTAINERD_PKG)/cmd/$$c $(CONTAINERD_FLAGS); done
+# CoreDNS with only the plugins the ground's Corefile uses (hack/tools/coredns/main.go).
 coredns:
-	@$(BUILD_TOOL) coredns $(COREDNS_VERSION) $(TOOLS)/coredns github.com/coredns/coredns -ldflags '-s -w'
+	@$(BUILD_TOOL) coredns $(COREDNS_VERSION)-ground $(TOOLS)/coredns . -ldflags '-s -w'
 kwok:
 	@$(BUILD_TOOL) kwok $(KWOK_VERSION) $(TOOLS)/kwok sigs.k8s.io/kwok/cmd/kwok -ldflags '-s -w'
 	@hack/kwok-stages.sh $(KWOK_VERSION)

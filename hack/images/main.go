@@ -1,8 +1,10 @@
 // Command images builds the container images the local test ground runs (test/ground's
 // ImageSpecs: the operator, MySQL, the pods' sandbox, CoreDNS), without a container engine
 // or a registry, from what the tool cache already holds. Each is an OCI layout tarball
-// under --out, cached by its inputs (test/oci); --manifest receives the list (name,
-// tarball, digest) that the test ground imports into its nodes.
+// under --out (the shared cache), cached by its inputs (test/oci), except the operator's,
+// which every manager build changes: it goes to --operator-out, a folder of the checkout's,
+// so that checkouts sharing the cache never remove each other's. --manifest receives the
+// list (name, tarball, digest) that the test ground imports into its nodes.
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/oci"
@@ -17,8 +20,9 @@ import (
 
 func main() {
 	var in ground.ImageInputs
-	var out, manifest string
+	var out, operatorOut, manifest string
 	flag.StringVar(&out, "out", "", "folder for the image tarballs (required)")
+	flag.StringVar(&operatorOut, "operator-out", "", "folder for the operator's tarball, which changes with every build (default: --out)")
 	flag.StringVar(&manifest, "manifest", "", "where to write the list of images built (required)")
 	flag.StringVar(&in.Manager, "manager", "", "the static manager binary")
 	flag.StringVar(&in.Version, "version", "", "the operator's version (the image's tag is v<version>)")
@@ -28,13 +32,16 @@ func main() {
 	flag.StringVar(&in.CoreDNS, "coredns", "", "the static coredns binary")
 	flag.StringVar(&in.CoreDNSVersion, "coredns-version", "", "CoreDNS's version")
 	flag.Parse()
-	if err := run(in, out, manifest); err != nil {
+	if operatorOut == "" {
+		operatorOut = out
+	}
+	if err := run(in, out, operatorOut, manifest); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in ground.ImageInputs, out, manifest string) error {
+func run(in ground.ImageInputs, out, operatorOut, manifest string) error {
 	if out == "" || manifest == "" {
 		return fmt.Errorf("--out and --manifest are required")
 	}
@@ -44,7 +51,11 @@ func run(in ground.ImageInputs, out, manifest string) error {
 	}
 	built := make([]oci.Built, 0, len(specs))
 	for _, s := range specs {
-		b, err := oci.Build(s, out)
+		dir := out
+		if strings.HasPrefix(s.Name, ground.OperatorRepo+":") {
+			dir = operatorOut
+		}
+		b, err := oci.Build(s, dir)
 		if err != nil {
 			return err
 		}

@@ -1,8 +1,6 @@
 package resources
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
@@ -45,25 +43,6 @@ CREATE USER IF NOT EXISTS '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACK
 GRANT SELECT, SHOW VIEW, TRIGGER, LOCK TABLES, EVENT, RELOAD, PROCESS, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + BackupUser + `'@'%';
 ALTER USER '` + AdminUser + `'@'%', '` + ReplicationUser + `'@'%', '` + ExporterUser + `'@'%', '` + BackupUser + `'@'%' ACCOUNT UNLOCK;
 `
-
-// AccountStatements splits AccountsSQL into statements with the variables expanded by
-// lookup (for a harness that plays the init container).
-func AccountStatements(lookup func(string) string) []string {
-	var out []string
-	for s := range strings.SplitSeq(AccountsSQL, ";\n") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, expandVars(s, lookup))
-		}
-	}
-	return out
-}
-
-func expandVars(s string, lookup func(string) string) string {
-	for _, v := range accountVars {
-		s = strings.ReplaceAll(s, "${"+v.env+"}", lookup(v.env))
-	}
-	return s
-}
 
 // accountEnv gives the init container the passwords AccountsSQL uses.
 func accountEnv(c *mysqlv1beta1.MySQLCluster) []corev1.EnvVar {

@@ -1,3 +1,3 @@
-// Package bench holds benchmarks that need the whole test ground (control plane, kwok, real
-// mysqld per pod, the operator binary). They print measurements; they assert no timing.
+// Package bench holds benchmarks that need the whole test ground (real nodes, the operator
+// installed by make deploy, MySQL pods). They print measurements; they assert no timing.
 package bench

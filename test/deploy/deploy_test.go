@@ -105,7 +105,7 @@ func TestDeployWithSelfIssuedWebhookCertificates(t *testing.T) {
 		if len(pods.Items) != 1 || pods.Items[0].UID == old.UID {
 			return fmt.Errorf("%d operator pods, the old one among them", len(pods.Items))
 		}
-		return localcluster.ProbeDolphinWebhooks(g.RESTConfig())(ctx)
+		return ground.ProbeWebhooks(ctx, g.RESTConfig())
 	})
 	again := &corev1.Secret{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(secret), again))

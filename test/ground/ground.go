@@ -167,7 +167,7 @@ func (g *Ground) Deploy(ctx context.Context) error {
 		if d.Status.AvailableReplicas < 1 {
 			return fmt.Errorf("operator Deployment not available (%d ready)", d.Status.ReadyReplicas)
 		}
-		last = localcluster.ProbeDolphinWebhooks(g.RESTConfig())(ctx)
+		last = ProbeWebhooks(ctx, g.RESTConfig())
 		return last
 	})
 	if err != nil {

@@ -45,7 +45,6 @@ type Cluster struct {
 	pki        *pki
 	procs      []*process
 	provision  *provisioner
-	runner     *PodRunner
 	cancel     context.CancelFunc
 	restConfig *rest.Config
 	cgroup     string
@@ -177,7 +176,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.procs = append(c.procs, api)
-	return c.waitFor(ctx, "kube-apiserver /readyz", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	return poll(ctx, "kube-apiserver /readyz", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		for _, pr := range []*process{etcd, api} {
 			if done, _ := pr.exited(); done {
 				return false, pr.errExited()
@@ -275,12 +274,10 @@ func (c *Cluster) CA() *CA { return c.pki.ca }
 // NodeName is the fake node pods are scheduled to.
 func (c *Cluster) NodeName() string { return kwokNodeName }
 
-// Stop ends the pod runner, the provisioner and every component (in reverse start order)
-// and removes the folder if Start created it. It is safe to call more than once.
+// Stop ends the nodes (and every container), the provisioner and every component (in
+// reverse start order) and removes the folder if Start created it. It is safe to call
+// more than once.
 func (c *Cluster) Stop() {
-	if c.runner != nil {
-		c.runner.Stop()
-	}
 	if c.cancel != nil {
 		c.cancel()
 	}
@@ -327,11 +324,17 @@ func (p *Process) LogTail() string { return p.p.tail() }
 // LogPath is the program's log file.
 func (p *Process) LogPath() string { return p.p.log }
 
-// Healthy returns an error naming the first component that has exited.
+// Healthy returns an error naming the first component that has exited: a control-plane
+// process, or the containerd or kubelet of a node that was not stopped.
 func (c *Cluster) Healthy() error {
 	for _, p := range c.procs {
 		if done, _ := p.exited(); done {
 			return p.errExited()
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := n.healthy(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -351,12 +354,6 @@ func (c *Cluster) bin(name string) string { return filepath.Join(c.cfg.BinDir, n
 
 func (c *Cluster) logf(format string, args ...any) {
 	fmt.Fprintf(c.cfg.Log, "localcluster: "+format+"\n", args...)
-}
-
-// waitFor polls cond every 100 ms until it is true, fails, or the timeout passes.
-func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duration,
-	cond func(context.Context) (bool, error)) error {
-	return poll(ctx, what, timeout, cond)
 }
 
 // poll calls cond every 100 ms until it is true, fails, or the timeout passes.

@@ -1,25 +1,24 @@
-// Package localcluster runs a real Kubernetes control plane for tests and the demo, with
-// no container runtime: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-// kwok (fake nodes) as local processes, inside a private network namespace.
-//
-// The network namespace is what makes fake pods real enough. Inside it the pod CIDR is
-// routed as local addresses on lo, so every pod IP that kwok hands out is an address of
-// this machine: a process bound to a pod's IP answers for that pod. The API server reaches
-// a webhook served by a local process through its Service (with aggregator routing it dials
-// the endpoint IP), the operator reaches each pod's mysqld by IP, and fixed ports cannot
-// collide with anything outside. Nothing sent inside the namespace leaves it.
+// Package localcluster runs a real Kubernetes cluster for tests and the demo without a
+// container engine: etcd, kube-apiserver, kube-controller-manager and kube-scheduler as
+// local processes, and real nodes — a containerd (runc, CNI bridge) and a kubelet per node,
+// one kube-proxy, CoreDNS — inside private network and mount namespaces. It knows nothing
+// of Dolphin (test/ground puts Dolphin on it).
 //
 // The pieces:
-//   - EnterNetNS re-executes the calling program in a new network namespace (and a user
-//     namespace when not root) and sets up lo, the local pod-CIDR route and the API
-//     server's advertise address. Call it first thing from TestMain or main.
-//   - Start brings up the control plane with its own PKI, waits until every component
-//     works (a fake node is Ready, a default StorageClass exists) and writes a kubeconfig.
-//   - The volume provisioner binds each PersistentVolumeClaim to a hostPath volume in the
-//     cluster's folder, so StatefulSet pods schedule and keep their data across restarts.
-//   - The pod runner plays the container runtime for MySQL pods: one real mysqld per pod,
-//     bound to the pod's IP:3306, its data on the pod's volume, restarted when it exits.
+//   - EnterNetNS re-executes the calling program in new network and mount namespaces,
+//     makes mounts private and sets up lo and forwarding. Call it first thing from
+//     TestMain or main.
+//   - Start brings up the control plane with its own PKI, then Config.Nodes nodes (each
+//     with its own cgroup subtree, bridge, pod subnet and IP, the given images imported),
+//     kube-proxy and CoreDNS, and waits until every node is Ready and names resolve. With
+//     Nodes 0 it registers one kwok node instead (pods that run nothing), for benchmarks
+//     where simulation is the point.
+//   - The volume provisioner binds each PersistentVolumeClaim of the default class to a
+//     hostPath volume in the cluster's folder.
+//   - Node.Stop kills a node (its kubelet, containerd and containers) and drops its
+//     traffic; RestartNode brings it back.
 //
-// Stop ends every process; each child also carries a parent-death signal, so a test binary
-// that dies leaves nothing running, and the namespace disappears with its last process.
+// Stop kills every node's cgroup subtree, stops the control plane, unmounts what the nodes
+// mounted and removes the folder; a cluster whose test was killed is cleaned up by the next
+// one to start.
 package localcluster

@@ -57,7 +57,8 @@ func statefulSet(ns, name, app string, n int32, withVolume bool) *appsv1.Statefu
 			Selector:    &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "mysqld", Image: "mysql:9.7"}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: pauseImage,
+					ImagePullPolicy: corev1.PullNever}}},
 			},
 		},
 	}
@@ -70,7 +71,7 @@ func statefulSet(ns, name, app string, n int32, withVolume bool) *appsv1.Statefu
 					Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			},
 		}}
-		sts.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/mysql"}}
+		sts.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	}
 	return sts
 }

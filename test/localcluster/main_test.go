@@ -6,19 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/dolphin-operator/dolphin/test/localcluster"
-	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
 
-// One control plane serves every test of the package; each test works in its own namespace.
+// One cluster of two real nodes serves every test of the package; each test works in its
+// own namespace.
 var (
 	cluster *localcluster.Cluster
-	runner  *localcluster.PodRunner
 	kube    kubernetes.Interface
+	// pauseImage runs the tests' pods: it holds still until stopped.
+	pauseImage string
 )
 
 func TestMain(m *testing.M) {
@@ -30,28 +32,28 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	mysql, err := mysqld.Locate()
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	imgs, err := localcluster.ReadImages(os.Getenv("DOLPHIN_IMAGES"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
-	fmt.Fprintf(os.Stderr, "MySQL under test: %s\n", mysql.Version)
-	// Dolphin's CRDs go in before the controller-manager starts, as Start documents.
-	cluster, err = localcluster.Start(context.Background(), localcluster.Config{Log: os.Stderr,
-		CRDPaths: []string{filepath.Join(repoRoot(), "config", "crd", "bases")}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	cfg := localcluster.Config{Log: os.Stderr, Nodes: 2, Images: imgs,
+		// Dolphin's CRDs go in before the controller-manager starts, as Start documents.
+		CRDPaths: []string{filepath.Join(repoRoot(), "config", "crd", "bases")}}
+	for _, img := range imgs {
+		switch {
+		case strings.Contains(img.Name, "/pause:"):
+			cfg.PauseImage, pauseImage = img.Name, img.Name
+		case strings.Contains(img.Name, "/coredns:"):
+			cfg.CoreDNSImage = img.Name
+		}
+	}
+	if cluster, err = localcluster.Start(context.Background(), cfg); err != nil {
+		return fail(err)
 	}
 	defer cluster.Stop()
-	runner, err = cluster.StartPodRunner(localcluster.PodRunnerOptions{MySQL: mysql, Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	if kube, err = kubernetes.NewForConfig(cluster.RESTConfig()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return fail(err)
 	}
 	return m.Run()
 }

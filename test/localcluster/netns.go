@@ -19,8 +19,9 @@ const (
 	ServiceCIDR = "10.96.0.0/16"
 	// DNSServiceIP is CoreDNS's ClusterIP, the pods' and the namespace's name server.
 	DNSServiceIP = "10.96.0.10"
-	// HostIP is the API server's advertise address and node 1's IP (node i has 10.250.0.i,
-	// all on lo): kube-apiserver refuses a loopback advertise address.
+	// HostIP is the API server's advertise address (node i has 10.250.0.<i+1>, all on lo):
+	// kube-apiserver refuses a loopback advertise address, and a stopped node's address
+	// stops answering, so the control plane has one of its own.
 	HostIP = "10.250.0.1"
 )
 

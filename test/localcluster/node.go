@@ -22,7 +22,7 @@ import (
 // kube-proxy programs it for all of them.
 type Node struct {
 	Name string
-	// IP is the node's address (10.250.0.<index>, on lo).
+	// IP is the node's address (10.250.0.<index+1>, on lo; 10.250.0.1 is the API server's).
 	IP string
 	// PodCIDR is its pods' subnet (10.244.<index>.0/24, on bridge cni<index>).
 	PodCIDR string
@@ -41,7 +41,7 @@ func (n *Node) logDir() string  { return filepath.Join(n.dir, "logs") }
 
 func newNode(clusterDir, clusterCgroup string, index int) *Node {
 	name := fmt.Sprintf("node%d", index)
-	return &Node{Name: name, IP: fmt.Sprintf("10.250.0.%d", index), PodCIDR: fmt.Sprintf("10.244.%d.0/24", index),
+	return &Node{Name: name, IP: fmt.Sprintf("10.250.0.%d", index+1), PodCIDR: fmt.Sprintf("10.244.%d.0/24", index),
 		index: index, dir: filepath.Join(clusterDir, "nodes", name), cgroup: clusterCgroup + "/" + name}
 }
 
@@ -251,17 +251,40 @@ func (n *Node) Stop() error {
 		return nil
 	}
 	n.stopped = true
-	var errs []error
-	for _, chain := range []string{"FORWARD", "OUTPUT"} {
-		for _, dst := range []string{n.PodCIDR, n.IP + "/32"} {
-			if out, err := exec.Command("iptables", "-w", "-I", chain, "-d", dst, "-j", "DROP").CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("node %s: iptables: %w: %s", n.Name, err, out))
-			}
-		}
-	}
+	errs := []error{n.dropTraffic("-I")}
 	errs = append(errs, killCgroup(n.cgroup, 30*time.Second))
 	for _, p := range n.procs {
 		<-p.done
+	}
+	return errors.Join(errs...)
+}
+
+// healthy returns an error naming the node's first process that exited, unless the node
+// was stopped.
+func (n *Node) healthy() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return nil
+	}
+	for _, p := range n.procs {
+		if done, _ := p.exited(); done {
+			return fmt.Errorf("node %s: %w", n.Name, p.errExited())
+		}
+	}
+	return nil
+}
+
+// dropTraffic inserts (-I) or deletes (-D) the rules that drop every packet to the node's
+// IP and pod subnet.
+func (n *Node) dropTraffic(op string) error {
+	var errs []error
+	for _, chain := range []string{"FORWARD", "OUTPUT"} {
+		for _, dst := range []string{n.PodCIDR, n.IP + "/32"} {
+			if out, err := exec.Command("iptables", "-w", op, chain, "-d", dst, "-j", "DROP").CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("node %s: iptables %s: %w: %s", n.Name, op, err, out))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

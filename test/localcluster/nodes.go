@@ -83,7 +83,7 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("while creating a client: %w", err)
 	}
-	return c.waitFor(ctx, "every node Ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	return poll(ctx, "every node Ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := c.Healthy(); err != nil {
 			return false, err
 		}
@@ -156,6 +156,10 @@ func (c *Cluster) stopNodes() {
 		if err := n.Stop(); err != nil {
 			c.logf("stopping %s: %v", n.Name, err)
 		}
+		// The namespace outlives the cluster when its process starts another: leave no
+		// rule or bridge behind.
+		_ = n.dropTraffic("-D")
+		_ = ip("addr", "del", n.IP+"/32", "dev", "lo")
 		_ = ip("link", "del", n.bridge())
 	}
 	if c.cgroup != "" {
@@ -223,12 +227,8 @@ func (c *Cluster) RestartNode(ctx context.Context, n *Node) error {
 	if !n.stopped {
 		return fmt.Errorf("node %s is running", n.Name)
 	}
-	for _, chain := range []string{"FORWARD", "OUTPUT"} {
-		for _, dst := range []string{n.PodCIDR, n.IP + "/32"} {
-			if out, err := exec.Command("iptables", "-w", "-D", chain, "-d", dst, "-j", "DROP").CombinedOutput(); err != nil {
-				return fmt.Errorf("node %s: iptables: %w: %s", n.Name, err, out)
-			}
-		}
+	if err := n.dropTraffic("-D"); err != nil {
+		return err
 	}
 	if err := makeCgroup(n.cgroup + "/system"); err != nil {
 		return err
@@ -242,4 +242,17 @@ func (c *Cluster) RestartNode(ctx context.Context, n *Node) error {
 	}
 	n.stopped = false
 	return nil
+}
+
+// TagImage gives an imported image a second name on every node (as `ctr images tag`), for
+// manifests that name it otherwise.
+func (c *Cluster) TagImage(ctx context.Context, source, target string) error {
+	return forEachNode(c.Nodes, func(n *Node) error {
+		cmd := exec.CommandContext(ctx, filepath.Join(c.cfg.BinDir, "ctr"), "--address", n.socket(), "--namespace", "k8s.io",
+			"images", "tag", "--force", source, target)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("node %s: tagging %s as %s: %w: %s", n.Name, source, target, err, out)
+		}
+		return nil
+	})
 }

@@ -35,7 +35,7 @@ func (c *Cluster) prepareNodeAndStorage(ctx context.Context) error {
 		return err
 	}
 	if c.cfg.Nodes > 0 {
-		return c.waitFor(ctx, "the default ServiceAccount", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return poll(ctx, "the default ServiceAccount", 2*time.Minute, func(ctx context.Context) (bool, error) {
 			_, err = cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 			return err == nil, nil
 		})
@@ -56,7 +56,7 @@ func (c *Cluster) prepareNodeAndStorage(ctx context.Context) error {
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("while creating the fake node: %w", err)
 	}
-	return c.waitFor(ctx, "a Ready fake node and the default ServiceAccount", 2*time.Minute,
+	return poll(ctx, "a Ready fake node and the default ServiceAccount", 2*time.Minute,
 		func(ctx context.Context) (bool, error) {
 			if err := c.Healthy(); err != nil {
 				return false, err

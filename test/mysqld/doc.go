@@ -9,9 +9,8 @@
 // container: always, or only when mysqld asks for it with exit code 16 (RESTART, and the
 // automatic restart at the end of CLONE INSTANCE).
 //
-// It serves two callers: SQL-level tests, which start a few instances on free 127.0.0.1
-// ports (StartN), and the local cluster's pod runner, which binds one instance to each
-// MySQL pod's IP.
+// It serves the SQL-level tests (test/sql), which start a few instances on free 127.0.0.1
+// ports (StartN). The cluster tiers run MySQL as the operator's pods instead (test/ground).
 //
 // When the install is missing, Locate fails with an error that names the make target:
 // tests that need MySQL fail loudly rather than skip.

@@ -6,8 +6,9 @@
 // paths) plus single entries (files, folders, links) with their own owner and mode. The
 // image model (config, manifest, digests) is go-containerregistry's; the layer is an
 // uncompressed tar on disk, so a 400 MB tree is read once to write it and once to hash it,
-// never gzipped. A tarball is cached by a key over its inputs' names, sizes, modes and
-// modification times, so a warm run does not pack it again.
+// never gzipped. A tarball is cached by a key over its inputs (single files by content,
+// trees by names, sizes, modes and modification times), so a warm run does not pack it
+// again.
 package oci
 
 import (
@@ -122,8 +123,9 @@ func Build(s Spec, dir string) (Built, error) {
 	return b, nil
 }
 
-// prune removes the tarballs of earlier inputs of the same image (same name, other key):
-// a rebuilt operator would otherwise leave one tarball per build in the cache.
+// prune removes the tarballs of earlier inputs of the same image (same name, other key) in
+// dir: a rebuilt operator would otherwise leave one tarball per build. A folder is meant
+// for one writer at a time (a checkout's), or for images whose inputs rarely change.
 func prune(dir, base string) {
 	old, _ := filepath.Glob(filepath.Join(dir, base[:len(base)-16]+"*.tar*"))
 	for _, p := range old {
@@ -170,11 +172,11 @@ func (s Spec) collect() ([]item, string, error) {
 		fmt.Fprintf(h, "%s\x00%d\x00%d:%d\x00%s\x00%x\x00", it.hdr.Name, it.hdr.Mode, it.hdr.Uid, it.hdr.Gid,
 			it.hdr.Linkname, sha256.Sum256(it.content))
 		if e.File != "" {
-			st, err := os.Stat(e.File)
-			if err != nil {
-				return nil, "", fmt.Errorf("oci: %w", err)
+			// A single file is keyed by its content: binaries rebuilt unchanged (pause, by
+			// every checkout) keep their key.
+			if err := hashFile(h, e.File); err != nil {
+				return nil, "", err
 			}
-			fmt.Fprintf(h, "%s\x00%d\x00%d\x00", e.File, st.Size(), st.ModTime().UnixNano())
 		}
 		byPath[it.hdr.Name] = it
 	}
@@ -188,6 +190,18 @@ func (s Spec) collect() ([]item, string, error) {
 		items = append(items, byPath[p])
 	}
 	return items, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashFile(h io.Writer, p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("oci: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("oci: reading %s: %w", p, err)
+	}
+	return nil
 }
 
 func addTree(byPath map[string]item, h io.Writer, t Tree) error {

@@ -9,20 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/dolphin-operator/dolphin/test/localcluster"
 	"github.com/dolphin-operator/dolphin/test/olm"
 )
 
-// These tests are about the upgrade graph OLM walks, not the operator: no operator process
-// runs (CSV phases do not depend on it), and each gets a control plane of its own, since
-// one cluster holds one install of the package.
+// These tests are about the upgrade graph OLM walks: each gets a one-node ground of its
+// own, since one cluster holds one install of the package; the operator's pod runs as
+// OLM deploys it (a CSV succeeds only once its Deployment is available).
 
 func startOLM(t *testing.T) (*olm.OLM, *olm.Timeline) {
 	t.Helper()
-	c, err := localcluster.Start(context.Background(), localcluster.Config{Log: os.Stderr})
-	require.NoError(t, err)
-	t.Cleanup(c.Stop)
-	m := installOLM(t, c)
+	g := startGround(t, 1)
+	m := installOLM(t, g.Cluster)
 	tl := m.Watch(olm.OperatorsNamespace, os.Stderr)
 	t.Cleanup(tl.Stop)
 	return m, tl

@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/bundle"
-	"github.com/dolphin-operator/dolphin/test/envtest"
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 	"github.com/dolphin-operator/dolphin/test/olm"
 )
@@ -34,22 +35,46 @@ func TestMain(m *testing.M) {
 // versions reads the version under development and the release it replaces from bundle/.
 func versions(t *testing.T) (previous, next string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "bundle", "manifests", "dolphin-operator.clusterserviceversion.yaml"))
-	require.NoError(t, err)
-	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	require.NoError(t, yaml.Unmarshal(raw, csv))
+	csv := readCSV(t, filepath.Join(ground.RepoRoot(), "bundle", "manifests"))
 	require.NotEmpty(t, csv.Spec.Replaces, "the bundle under development replaces a release")
 	return csv.Spec.Replaces, csv.Name
 }
 
 // operatorEnv is what the test's Subscriptions add to the operator's container through
-// spec.config.env, as a platform team would for its cluster: instances are reached at their
-// pod IPs (there is no cluster DNS here), and the leader-election namespace comes from the
-// downward API (a real pod reads it from its ServiceAccount mount, a file a process on this
-// ground cannot have at its absolute path).
-var operatorEnv = []corev1.EnvVar{
-	{Name: "DOLPHIN_MYSQL_ADDRESSES", Value: "pod-ip"},
-	{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+// spec.config.env, as a platform team mirroring images would: the ground's MySQL image for
+// its series (RELATED_IMAGE_MYSQL_<series>), and the namespace from the downward API.
+func operatorEnv(g *ground.Ground) []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: resources.EnvName(g.MySQLSeries()), Value: g.MySQLImage},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+	}
+}
+
+// startGround starts real nodes without Dolphin (OLM installs it) on which the operator
+// image the CSVs name exists: this checkout's operator image, tagged as each bundle's
+// containerImage (no registry serves the released images here).
+func startGround(t *testing.T, nodes int) *ground.Ground {
+	t.Helper()
+	ctx := context.Background()
+	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr, Nodes: nodes, WithoutOperator: true})
+	require.NoError(t, err)
+	t.Cleanup(g.Stop)
+	root := ground.RepoRoot()
+	previous, _ := versions(t)
+	for _, manifests := range []string{filepath.Join(root, "bundle", "manifests"),
+		filepath.Join(root, "config", "catalog", "bundles", strings.TrimPrefix(previous, olm.Package+".v"), "manifests")} {
+		require.NoError(t, g.TagImage(ctx, g.OperatorImage, readCSV(t, manifests).Annotations["containerImage"]))
+	}
+	return g
+}
+
+func readCSV(t *testing.T, manifests string) *operatorsv1alpha1.ClusterServiceVersion {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(manifests, "dolphin-operator.clusterserviceversion.yaml"))
+	require.NoError(t, err)
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	require.NoError(t, yaml.Unmarshal(raw, csv))
+	return csv
 }
 
 func installOLM(t *testing.T, c *localcluster.Cluster) *olm.OLM {
@@ -66,7 +91,7 @@ func installOLM(t *testing.T, c *localcluster.Cluster) *olm.OLM {
 
 func readTemplate(t *testing.T) *olm.Template {
 	t.Helper()
-	tmpl, err := olm.ReadTemplate(filepath.Join(envtest.RepoRoot(), "config", "catalog", "template.yaml"))
+	tmpl, err := olm.ReadTemplate(filepath.Join(ground.RepoRoot(), "config", "catalog", "template.yaml"))
 	require.NoError(t, err)
 	return tmpl
 }
@@ -78,7 +103,7 @@ func serve(t *testing.T, m *olm.OLM, name string, tmpl *olm.Template, port int) 
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), name)
 	renderBin := filepath.Join(os.Getenv("DOLPHIN_BIN_DIR"), "catalog-render")
-	require.NoError(t, tmpl.Render(ctx, renderBin, envtest.RepoRoot(), dir))
+	require.NoError(t, tmpl.Render(ctx, renderBin, ground.RepoRoot(), dir))
 	cat, err := bundle.LoadCatalog(filepath.Join(dir, "dolphin-operator", "catalog.yaml"))
 	require.NoError(t, err)
 	for ch := range cat.Channels[olm.Package] {
@@ -107,63 +132,66 @@ func waitInstalled(t *testing.T, m *olm.OLM, csv string) {
 	requirePlanComplete(t, m, csv)
 }
 
-// runOperator runs the manager binary as the container of the pod OLM's Deployment made
-// (not the pod with UID skip, the one a rollout replaced), under the CSV's ServiceAccount,
-// and waits until the API server reaches its webhooks through OLM's Service and certificate.
-func runOperator(t *testing.T, c *localcluster.Cluster, k8s client.Client, skip string) (*localcluster.Process, *corev1.Pod) {
+// waitOperator waits for the running pod of OLM's Deployment (not the pod with UID skip,
+// the one a rollout replaced) and for the API server to reach its webhooks through OLM's
+// Service and certificate; it follows the pod's log from then on.
+func waitOperator(t *testing.T, g *ground.Ground, k8s client.Client, skip string) (*corev1.Pod, *ground.Log) {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{}
-	envtest.WaitFor(t, 2*time.Minute, "the operator Deployment's pod", func() error {
+	took := ground.WaitFor(t, 3*time.Minute, "the operator Deployment's pod to run and its webhooks to answer", func() error {
 		pods := &corev1.PodList{}
 		if err := k8s.List(ctx, pods, client.InNamespace(olm.OperatorsNamespace),
 			client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
 			return err
 		}
+		var found *corev1.Pod
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if string(p.UID) != skip && p.DeletionTimestamp == nil && p.Status.PodIP != "" {
-				pod = p
-				return nil
+			if string(p.UID) != skip && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+				found = p
 			}
 		}
-		return fmt.Errorf("%d pods, none new with an IP", len(pods.Items))
-	})
-	bin := os.Getenv("DOLPHIN_MANAGER_BIN")
-	require.NotEmpty(t, bin, "DOLPHIN_MANAGER_BIN names the manager binary (make test-olm builds it)")
-	// As the kubelet would, wait for the Secrets the pod mounts: during an upgrade OLM
-	// writes the webhook certificate's Secret for the new CSV after its Deployment changed.
-	var p *localcluster.Process
-	mounted := envtest.WaitFor(t, time.Minute, "the pod's volumes to be there", func() error {
-		var err error
-		if p, err = c.RunAsPod(ctx, pod, "manager", bin); err != nil && !strings.Contains(err.Error(), "not found") {
-			t.Fatalf("running the operator as pod %s: %v", pod.Name, err)
+		if found == nil {
+			return fmt.Errorf("%d pods, none new and running", len(pods.Items))
 		}
-		return err
+		*pod = *found
+		return ground.ProbeWebhooks(ctx, g.RESTConfig())
 	})
+	log, err := g.FollowLog(ctx, pod, "manager")
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("operator %s log (end):\n%s", pod.Name, p.LogTail())
+			t.Logf("operator %s log (end):\n%s", pod.Name, tail(log.String()))
 		}
-		p.Stop(5 * time.Second)
 	})
-	took := envtest.WaitFor(t, time.Minute, "the API server to call the operator's webhooks", func() error {
-		if err := p.Exited(); err != nil {
-			return fmt.Errorf("the operator exited: %w\n%s", err, p.LogTail())
+	t.Logf("operator running as pod %s on %s (image %s); webhooks answer after %s", pod.Name, pod.Spec.NodeName,
+		pod.Spec.Containers[0].Image, took.Round(10*time.Millisecond))
+	return pod, log
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
+
+// forbidden lists the lines of an operator's log that report an API call refused by RBAC.
+func forbidden(log *ground.Log) []string {
+	var refused []string
+	for line := range strings.SplitSeq(log.String(), "\n") {
+		if strings.Contains(line, "forbidden") {
+			refused = append(refused, line)
 		}
-		return localcluster.ProbeDolphinWebhooks(c.RESTConfig())(ctx)
-	})
-	t.Logf("operator running as pod %s (image %s) after its volumes waited %s; webhooks answer after %s", pod.Name,
-		pod.Spec.Containers[0].Image, mounted.Round(10*time.Millisecond), took.Round(10*time.Millisecond))
-	return p, pod
+	}
+	return refused
 }
 
 // requireNoForbidden fails on any API call the CSV's RBAC refused the operator.
-func requireNoForbidden(t *testing.T, p *localcluster.Process) {
+func requireNoForbidden(t *testing.T, log *ground.Log) {
 	t.Helper()
-	refused, err := p.ForbiddenCalls()
-	require.NoError(t, err)
-	require.Empty(t, refused, "the operator was refused API calls under the CSV's RBAC")
+	require.Empty(t, forbidden(log), "the operator was refused API calls under the CSV's RBAC")
 }
 
 // waitConversionByOLM waits until both CRDs send conversions to the Service OLM made for
@@ -172,7 +200,7 @@ func requireNoForbidden(t *testing.T, p *localcluster.Process) {
 // them; until it has, a write through v1alpha1 fails, so a user (and this test) waits.
 func waitConversionByOLM(t *testing.T, k8s client.Client) {
 	t.Helper()
-	took := envtest.WaitFor(t, time.Minute, "OLM to wire the CRDs' conversion webhook", func() error {
+	took := ground.WaitFor(t, time.Minute, "OLM to wire the CRDs' conversion webhook", func() error {
 		for _, name := range []string{"mysqlclusters.mysql.dolphin-operator.io", "mysqlbackups.mysql.dolphin-operator.io"} {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
@@ -200,11 +228,7 @@ type right struct{ group, resource, verb string }
 // for an AllNamespaces install OLM grants both cluster-wide).
 func csvRights(t *testing.T, manifests string) map[right]bool {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(manifests, "dolphin-operator.clusterserviceversion.yaml"))
-	require.NoError(t, err)
-	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	require.NoError(t, yaml.Unmarshal(raw, csv))
-	spec := csv.Spec.InstallStrategy.StrategySpec
+	spec := readCSV(t, manifests).Spec.InstallStrategy.StrategySpec
 	rights := map[right]bool{}
 	for _, p := range append(spec.ClusterPermissions, spec.Permissions...) {
 		for _, r := range p.Rules {
@@ -225,13 +249,12 @@ var refusal = regexp.MustCompile(`cannot (\w+) resource \\?"([^"\\]+)\\?" in API
 // requireRefusedOnlyWhatNextAdds checks the operator run under the previous release's CSV:
 // it is this checkout's binary, so it may be refused the rights the next release's CSV adds
 // (that is why the next release adds them), and nothing else.
-func requireRefusedOnlyWhatNextAdds(t *testing.T, p *localcluster.Process, previous string) {
+func requireRefusedOnlyWhatNextAdds(t *testing.T, log *ground.Log, previous string) {
 	t.Helper()
-	root := envtest.RepoRoot()
+	root := ground.RepoRoot()
 	before := csvRights(t, filepath.Join(root, "config", "catalog", "bundles", strings.TrimPrefix(previous, olm.Package+".v"), "manifests"))
 	after := csvRights(t, filepath.Join(root, "bundle", "manifests"))
-	refused, err := p.ForbiddenCalls()
-	require.NoError(t, err)
+	refused := forbidden(log)
 	for _, line := range refused {
 		m := refusal.FindStringSubmatch(line)
 		require.NotNil(t, m, "a refusal that names no right: %s", line)

@@ -24,7 +24,7 @@ import (
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/test/envtest"
-	"github.com/dolphin-operator/dolphin/test/localcluster"
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/olm"
 	"github.com/dolphin-operator/dolphin/test/workload"
 )
@@ -45,11 +45,8 @@ const (
 func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T) {
 	ctx := context.Background()
 	previous, next := versions(t)
-	d, err := localcluster.StartDolphin(ctx, localcluster.DolphinOptions{
-		RepoRoot: envtest.RepoRoot(), WithoutCRDs: true, Log: os.Stderr})
-	require.NoError(t, err)
-	t.Cleanup(d.Stop)
-	m := installOLM(t, d.Cluster)
+	g := startGround(t, ground.DefaultNodes)
+	m := installOLM(t, g.Cluster)
 	k8s := m.Client()
 	tl := m.Watch(olm.OperatorsNamespace, os.Stderr)
 	t.Cleanup(tl.Stop)
@@ -57,21 +54,24 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	// The catalog as released: config/catalog/template.yaml, what catalog/ holds.
 	publish(t, m, "release", readTemplate(t), releasePort)
 	subscribed := tl.Mark("Subscription to stable at " + previous)
-	_, err = m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous, Env: operatorEnv})
+	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous, Env: operatorEnv(g)})
 	require.NoError(t, err)
 	waitInstalled(t, m, previous)
 	waitConversionByOLM(t, k8s)
 	installed := succeededAt(t, tl, "CSV "+previous)
 	t.Logf("INSTALL %s: Succeeded %.1fs after the Subscription", previous, (installed - subscribed).Seconds())
 
-	// The operator of the installed version, as its pod, under its CSV's RBAC.
-	op1, pod1 := runOperator(t, d.Cluster, k8s, "")
+	// The operator of the installed version, as OLM's pod, under its CSV's RBAC.
+	pod1, log1 := waitOperator(t, g, k8s, "")
 	ns, name := "shop", "orders"
-	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	createThroughV1alpha1(t, k8s, ns, name)
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}))
+	createThroughV1alpha1(t, k8s, ns, name, g.MySQLSeries())
 	waitReady(t, k8s, ns, name)
 	before := snapshot(t, k8s, ns, name)
-	writer, err := workload.StartWriter(ctx, workload.ViaPodRunner(k8s, d.Runner, ns, name))
+	writer, err := workload.StartWriter(ctx, func(ctx context.Context) (*sql.DB, error) {
+		return g.HostDB(ctx, ns, name, ground.ServiceHost(ns, name+"-primary"))
+	})
 	require.NoError(t, err)
 
 	// The next release is published: promoted from candidate to fast and stable.
@@ -80,32 +80,30 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	published := tl.Mark("next catalog published (" + next + " in stable)")
 	publishedAt := time.Now()
 	publish(t, m, "next", nextCatalog, nextPort)
-	// OLM rolls the operator's Deployment: the old pod's process stops when the pod goes,
-	// as the kubelet would stop it (OLM removes the old CSV's RBAC only later), and the new
-	// pod's starts at once: OLM's InstallPlan reads the existing clusters through the
-	// conversion webhook and fails if nothing answers for long.
-	stopWithPod(t, k8s, pod1, op1)
-	tl.Mark("operator of " + previous + " stopped with its pod")
-	op2, pod2 := runOperator(t, d.Cluster, k8s, string(pod1.UID))
+	// OLM rolls the operator's Deployment: the kubelet stops the old pod and starts the new.
+	pod2, log2 := waitOperator(t, g, k8s, string(pod1.UID))
 	tl.Mark("operator of " + next + " running as " + pod2.Name)
-	requireRefusedOnlyWhatNextAdds(t, op1, previous)
+	<-log1.Ended()
+	tl.Mark("operator of " + previous + " stopped with its pod")
+	requireRefusedOnlyWhatNextAdds(t, log1, previous)
 	waitInstalled(t, m, next)
 	waitConversionByOLM(t, k8s)
 	upgraded := succeededAt(t, tl, "CSV "+next)
 	t.Logf("UPGRADE %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (upgraded - published).Seconds())
 	requireGone(t, m, previous)
-	// A container restart: while both CSVs existed their RBAC overlapped on the shared
-	// ServiceAccount (watches opened then keep running); from here the operator has only
-	// what the next CSV grants, which is what the forbidden-call check must judge.
-	op2.Stop(10 * time.Second)
-	requireNoForbidden(t, op2)
-	op2, _ = runOperator(t, d.Cluster, k8s, string(pod1.UID))
+	// A restart (the pod deleted, the Deployment makes another): while both CSVs existed
+	// their RBAC overlapped on the shared ServiceAccount (watches opened then keep running);
+	// from here the operator has only what the next CSV grants, which is what the
+	// forbidden-call check must judge.
+	requireNoForbidden(t, log2)
+	require.NoError(t, k8s.Delete(ctx, pod2))
+	_, log3 := waitOperator(t, g, k8s, string(pod2.UID))
 	tl.Mark("operator of " + next + " restarted under its own CSV's RBAC only")
 	waitReady(t, k8s, ns, name)
 	time.Sleep(2 * time.Second) // a few more writes under the new operator
 	acks := writer.Stop()
-	requireUnchanged(t, k8s, d.Runner, before, time.Since(publishedAt))
-	requireNoLostWrites(t, d.Runner, ns, before.primary, acks)
+	requireUnchanged(t, g, k8s, before, time.Since(publishedAt))
+	requireNoLostWrites(t, g, ns, before.primary, acks)
 	t.Logf("writer: %d writes acknowledged across the upgrade; longest gap %s",
 		len(acks), writer.LongestGap(publishedAt, time.Now()).Round(time.Millisecond))
 
@@ -113,20 +111,20 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	requireStoredAsHub(t, k8s, ns, name)
 	// Checked before the uninstall: once the CSV is deleted OLM removes its RBAC while the
 	// operator still runs, and refusals then are expected.
-	requireNoForbidden(t, op2)
-	uninstall(t, m, ns, name, next, op2)
+	requireNoForbidden(t, log3)
+	uninstall(t, m, ns, name, next)
 }
 
 // uninstall removes Dolphin as docs/olm.md says: clusters first, while the operator runs
 // (their finalizer is its to remove), then the Subscription and the CSV. OLM removes the
 // operator's Deployment, whose pod's process stops with it, and leaves the CRDs.
-func uninstall(t *testing.T, m *olm.OLM, ns, name, csv string, operator *localcluster.Process) {
+func uninstall(t *testing.T, m *olm.OLM, ns, name, csv string) {
 	t.Helper()
 	ctx := context.Background()
 	k8s := m.Client()
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	require.NoError(t, k8s.Delete(ctx, c))
-	envtest.WaitFor(t, 2*time.Minute, "the cluster to be deleted", func() error {
+	ground.WaitFor(t, 2*time.Minute, "the cluster to be deleted", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), c); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there (%w), finalizers %v", err, c.Finalizers)
 		}
@@ -138,7 +136,7 @@ func uninstall(t *testing.T, m *olm.OLM, ns, name, csv string, operator *localcl
 	} {
 		require.NoError(t, k8s.Delete(ctx, obj))
 	}
-	took := envtest.WaitFor(t, time.Minute, "OLM to remove the operator's Deployment", func() error {
+	took := ground.WaitFor(t, time.Minute, "OLM to remove the operator's Deployment", func() error {
 		d := &appsv1.Deployment{}
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: "dolphin-controller-manager"}, d)
 		if apierrors.IsNotFound(err) {
@@ -146,30 +144,15 @@ func uninstall(t *testing.T, m *olm.OLM, ns, name, csv string, operator *localcl
 		}
 		return fmt.Errorf("still there (%w)", err)
 	})
-	operator.Stop(10 * time.Second) // its pod went with the Deployment
 	t.Logf("UNINSTALL: cluster deleted, then the operator's Deployment gone %s after the CSV's deletion", took.Round(10*time.Millisecond))
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Name: "mysqlclusters.mysql.dolphin-operator.io"}, crd), "OLM leaves the CRDs")
 }
 
-// stopWithPod stops the process playing pod once the pod is deleted or being deleted.
-func stopWithPod(t *testing.T, k8s client.Client, pod *corev1.Pod, p *localcluster.Process) {
-	t.Helper()
-	envtest.WaitFor(t, 3*time.Minute, "pod "+pod.Name+" to be deleted", func() error {
-		current := &corev1.Pod{}
-		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), current)
-		if apierrors.IsNotFound(err) || (err == nil && (current.UID != pod.UID || current.DeletionTimestamp != nil)) {
-			return nil
-		}
-		return fmt.Errorf("still running (%w)", err)
-	})
-	p.Stop(10 * time.Second)
-}
-
 // requireGone waits for the CSV an upgrade replaced to be deleted.
 func requireGone(t *testing.T, m *olm.OLM, csv string) {
 	t.Helper()
-	envtest.WaitFor(t, time.Minute, "the replaced CSV "+csv+" to go away", func() error {
+	ground.WaitFor(t, time.Minute, "the replaced CSV "+csv+" to go away", func() error {
 		err := m.Client().Get(context.Background(), client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: csv},
 			&operatorsv1alpha1.ClusterServiceVersion{})
 		if apierrors.IsNotFound(err) {
@@ -205,14 +188,14 @@ func planKinds(plan *operatorsv1alpha1.InstallPlan) string {
 // manifests would. For a moment after the CSV succeeds OLM may still be putting the CRDs'
 // conversion webhook back on its own Service (the catalog operator re-applies the bundle's
 // CRDs; docs/olm.md); a create refused for that is retried, anything else fails.
-func createThroughV1alpha1(t *testing.T, k8s client.Client, ns, name string) {
+func createThroughV1alpha1(t *testing.T, k8s client.Client, ns, name, version string) {
 	t.Helper()
 	three := int32(3)
 	refused := 0
-	envtest.WaitFor(t, 30*time.Second, "the v1alpha1 create", func() error {
+	ground.WaitFor(t, 30*time.Second, "the v1alpha1 create", func() error {
 		err := k8s.Create(context.Background(), &mysqlv1alpha1.MySQLCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec:       mysqlv1alpha1.MySQLClusterSpec{Replicas: &three, Version: "8.4", StorageSize: new(resource.MustParse("1Gi"))},
+			Spec:       mysqlv1alpha1.MySQLClusterSpec{Replicas: &three, Version: version, StorageSize: new(resource.MustParse("1Gi"))},
 		})
 		if err != nil && strings.Contains(err.Error(), "conversion webhook for") {
 			refused++
@@ -227,7 +210,7 @@ func createThroughV1alpha1(t *testing.T, k8s client.Client, ns, name string) {
 func waitReady(t *testing.T, k8s client.Client, ns, name string) {
 	t.Helper()
 	c := &mysqlv1beta1.MySQLCluster{}
-	took := envtest.WaitFor(t, 3*time.Minute, ns+"/"+name+" to be Ready with its primary", func() error {
+	took := ground.WaitFor(t, 3*time.Minute, ns+"/"+name+" to be Ready with its primary", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
 			return err
 		}
@@ -268,7 +251,7 @@ func snapshot(t *testing.T, k8s client.Client, ns, name string) state {
 
 // requireUnchanged checks the upgrade restarted nothing: the same pods (UIDs), the same
 // StatefulSet revision, the same primary, and every mysqld up for longer than the upgrade.
-func requireUnchanged(t *testing.T, k8s client.Client, runner *localcluster.PodRunner, before state, upgrade time.Duration) {
+func requireUnchanged(t *testing.T, g *ground.Ground, k8s client.Client, before state, upgrade time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	after := snapshot(t, k8s, before.ns, before.name)
@@ -276,7 +259,7 @@ func requireUnchanged(t *testing.T, k8s client.Client, runner *localcluster.PodR
 	require.Equal(t, before.revision, after.revision, "the upgrade changed no pod template")
 	require.Equal(t, before.primary, after.primary, "the upgrade moved no primary")
 	for pod := range before.pods {
-		d := rootDB(t, runner, before.ns, pod)
+		d := rootDB(t, g, before.ns, before.name, pod)
 		var variable string
 		var uptime int
 		require.NoError(t, d.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&variable, &uptime))
@@ -285,20 +268,18 @@ func requireUnchanged(t *testing.T, k8s client.Client, runner *localcluster.PodR
 }
 
 // rootDB is a root connection to a pod's mysqld, closed when the test ends.
-func rootDB(t *testing.T, runner *localcluster.PodRunner, ns, pod string) *sql.DB {
+func rootDB(t *testing.T, g *ground.Ground, ns, cluster, pod string) *sql.DB {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	d, err := runner.DB(ctx, ns, pod)
+	d, err := g.DB(context.Background(), ns, cluster, pod)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
 }
 
-func requireNoLostWrites(t *testing.T, runner *localcluster.PodRunner, ns, primary string, acks []workload.Ack) {
+func requireNoLostWrites(t *testing.T, g *ground.Ground, ns, primary string, acks []workload.Ack) {
 	t.Helper()
 	require.NotEmpty(t, acks, "the writer wrote")
-	lost, err := workload.Lost(context.Background(), rootDB(t, runner, ns, primary), acks)
+	lost, err := workload.Lost(context.Background(), rootDB(t, g, ns, primary[:strings.LastIndex(primary, "-")], primary), acks)
 	require.NoError(t, err)
 	require.Empty(t, lost, "every acknowledged write survives the upgrade")
 }
@@ -310,7 +291,7 @@ func requireNoLostWrites(t *testing.T, runner *localcluster.PodRunner, ns, prima
 func requireBothVersions(t *testing.T, k8s client.Client, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
-	took := envtest.WaitFor(t, 30*time.Second, "the cluster to read the same through v1alpha1 and v1beta1", func() error {
+	took := ground.WaitFor(t, 30*time.Second, "the cluster to read the same through v1alpha1 and v1beta1", func() error {
 		old := &mysqlv1alpha1.MySQLCluster{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, old); err != nil {
 			return err
