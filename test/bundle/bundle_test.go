@@ -6,7 +6,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -19,10 +18,7 @@ import (
 	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
-func root() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+func root() string { return ground.RepoRoot() }
 
 func readCSV(t *testing.T) *operatorsv1alpha1.ClusterServiceVersion {
 	t.Helper()

@@ -20,6 +20,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
 	"github.com/dolphin-operator/dolphin/test/envtest"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // startWithWebhooks runs an API server whose CRDs convert through, and whose objects are
@@ -223,7 +224,7 @@ func TestCELRulesHoldWithoutTheWebhooks(t *testing.T) {
 // samples reads config/samples/*.yaml (not the kustomization) into objects in ns.
 func samples(t *testing.T, ns string) []*unstructured.Unstructured {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(envtest.RepoRoot(), "config", "samples", "mysql_*.yaml"))
+	files, err := filepath.Glob(filepath.Join(ground.RepoRoot(), "config", "samples", "mysql_*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	var out []*unstructured.Unstructured

@@ -7,14 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,8 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
-	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // Env is a running API server with Dolphin's CRDs, and optionally its webhooks served by
@@ -48,24 +44,6 @@ type Options struct {
 	Setup func(ctrl.Manager) error
 }
 
-// Scheme returns a scheme with the built-in types, CRDs and both Dolphin API versions.
-func Scheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		mysqlv1alpha1.AddToScheme, mysqlv1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}
-
-// RepoRoot is the repository's top folder, found from this file's location.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
 // Start runs an API server for the test and stops it at cleanup. setupWebhooks registers
 // the webhooks with the manager (it is passed in so this package need not import them).
 func Start(t testing.TB, o Options, setupWebhooks func(ctrl.Manager) error) *Env {
@@ -73,8 +51,8 @@ func Start(t testing.TB, o Options, setupWebhooks func(ctrl.Manager) error) *Env
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: run the envtest tier with `make test-envtest`")
 	}
-	s := Scheme()
-	root := RepoRoot()
+	s := ground.Scheme()
+	root := ground.RepoRoot()
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,

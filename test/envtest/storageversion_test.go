@@ -15,6 +15,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/storageversion"
 	"github.com/dolphin-operator/dolphin/test/envtest"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 const clustersCRD = "mysqlclusters.mysql.dolphin-operator.io"
@@ -36,8 +37,8 @@ func rewriteUntilStoredAs(t *testing.T, env *envtest.Env, obj *mysqlv1beta1.MySQ
 	t.Helper()
 	key := "/registry/mysql.dolphin-operator.io/mysqlclusters/" + obj.Namespace + "/" + obj.Name
 	n := 0
-	envtest.WaitFor(t, 30*time.Second, obj.Name+" stored as "+version, func() error {
-		if got := envtest.StoredAPIVersion(t, env.EtcdURL, key); got != "mysql.dolphin-operator.io/"+version {
+	ground.WaitFor(t, 30*time.Second, obj.Name+" stored as "+version, func() error {
+		if got := storedAPIVersion(t, env.EtcdURL, key); got != "mysql.dolphin-operator.io/"+version {
 			n++
 			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 				return err
@@ -79,11 +80,11 @@ func TestStorageVersionMigrationRewritesObjectsStoredInAnOlderVersion(t *testing
 	require.ElementsMatch(t, []string{"v1alpha1", "v1beta1"}, crd.Status.StoredVersions)
 
 	key := "/registry/mysql.dolphin-operator.io/mysqlclusters/" + ns + "/legacy"
-	envtest.WaitFor(t, 30*time.Second, "the migration", func() error {
+	ground.WaitFor(t, 30*time.Second, "the migration", func() error {
 		_, err := m.Migrate(ctx, clustersCRD) // refused while discovery says v1alpha1 is stored
 		return err
 	})
-	require.Equal(t, "mysql.dolphin-operator.io/v1beta1", envtest.StoredAPIVersion(t, env.EtcdURL, key))
+	require.Equal(t, "mysql.dolphin-operator.io/v1beta1", storedAPIVersion(t, env.EtcdURL, key))
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: clustersCRD}, crd))
 	require.Equal(t, []string{"v1beta1"}, crd.Status.StoredVersions)
 	after := &mysqlv1beta1.MySQLCluster{}
@@ -98,4 +99,12 @@ func TestStorageVersionMigrationRewritesObjectsStoredInAnOlderVersion(t *testing
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(legacy), after))
 	require.Equal(t, rv, after.ResourceVersion)
 	require.True(t, slices.Equal(crd.Status.StoredVersions, []string{"v1beta1"}))
+}
+
+// storedAPIVersion is the apiVersion etcd holds under key (read through its JSON gateway).
+func storedAPIVersion(t *testing.T, etcdURL, key string) string {
+	t.Helper()
+	v, err := ground.StoredAPIVersion(etcdURL, key)
+	require.NoError(t, err)
+	return v
 }

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
@@ -39,7 +39,7 @@ func run(m *testing.M) int {
 	}
 	cfg := localcluster.Config{Log: os.Stderr, Nodes: 2, Images: imgs,
 		// Dolphin's CRDs go in before the controller-manager starts, as Start documents.
-		CRDPaths: []string{filepath.Join(repoRoot(), "config", "crd", "bases")}}
+		CRDPaths: []string{filepath.Join(ground.RepoRoot(), "config", "crd", "bases")}}
 	for _, img := range imgs {
 		switch {
 		case strings.Contains(img.Name, "/pause:"):
@@ -56,9 +56,4 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	return m.Run()
-}
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }

@@ -23,7 +23,6 @@ import (
 
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
-	"github.com/dolphin-operator/dolphin/test/envtest"
 	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/olm"
 	"github.com/dolphin-operator/dolphin/test/workload"
@@ -317,6 +316,14 @@ func requireStoredAsHub(t *testing.T, k8s client.Client, ns, name string) {
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Name: "mysqlclusters.mysql.dolphin-operator.io"}, crd))
 	require.Equal(t, []string{"v1beta1"}, crd.Status.StoredVersions)
 	// The local cluster's etcd listens on 127.0.0.1:2379 inside the namespace.
-	require.Equal(t, "mysql.dolphin-operator.io/v1beta1", envtest.StoredAPIVersion(t, "http://127.0.0.1:2379",
+	require.Equal(t, "mysql.dolphin-operator.io/v1beta1", storedAPIVersion(t, "http://127.0.0.1:2379",
 		"/registry/mysql.dolphin-operator.io/mysqlclusters/"+ns+"/"+name), "etcd holds the hub version")
+}
+
+// storedAPIVersion is the apiVersion etcd holds under key (read through its JSON gateway).
+func storedAPIVersion(t *testing.T, etcdURL, key string) string {
+	t.Helper()
+	v, err := ground.StoredAPIVersion(etcdURL, key)
+	require.NoError(t, err)
+	return v
 }
