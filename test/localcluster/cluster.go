@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -48,6 +49,9 @@ type Cluster struct {
 	cancel     context.CancelFunc
 	restConfig *rest.Config
 	cgroup     string
+	// resolvMounted: /etc/resolv.conf is this cluster's (undone by Stop, so that a next
+	// cluster of the process can mount its own).
+	resolvMounted bool
 	// Kubeconfig is the path of an admin kubeconfig (valid inside the namespace).
 	Kubeconfig string
 	// Nodes are the real nodes (none with a kwok node).
@@ -282,6 +286,10 @@ func (c *Cluster) Stop() {
 		c.cancel()
 	}
 	c.stopNodes()
+	if c.resolvMounted {
+		_ = syscall.Unmount("/etc/resolv.conf", syscall.MNT_DETACH)
+		c.resolvMounted = false
+	}
 	for k := len(c.procs) - 1; k >= 0; k-- {
 		c.procs[k].stop(10 * time.Second)
 	}

@@ -124,6 +124,7 @@ func (c *Cluster) startDNS(ctx context.Context) error {
 	if err := syscall.Mount(resolv, "/etc/resolv.conf", "", syscall.MS_BIND, ""); err != nil {
 		return fmt.Errorf("while bind-mounting %s over /etc/resolv.conf: %w", resolv, err)
 	}
+	c.resolvMounted = true
 	return poll(ctx, "CoreDNS to answer", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := c.Healthy(); err != nil {
 			return false, err
