@@ -26,6 +26,7 @@ import (
 
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
@@ -205,22 +206,10 @@ func (m *OLM) logf(format string, args ...any) {
 	fmt.Fprintf(m.opts.Log, "olm: "+format+"\n", args...)
 }
 
-// poll calls cond every 200 ms until it returns nil, the timeout passes or ctx ends; the
-// error then says what was awaited and what cond said last.
+// poll waits with ground.Poll; the error says what was awaited.
 func poll(ctx context.Context, timeout time.Duration, what string, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s: %w", timeout, what, err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("while waiting for %s: %w", what, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	if err := ground.Poll(ctx, timeout, cond); err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
+	return nil
 }
