@@ -160,10 +160,12 @@ func (b *bench) failover(ctx context.Context) (time.Duration, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	stopped := time.Now()
+	// Measured from the moment the node is gone (its processes dead): a write the old
+	// primary acknowledged while it was being stopped is not the new primary's.
 	if err := node.Stop(); err != nil {
 		return 0, 0, err
 	}
+	stopped := time.Now()
 	var promoted string
 	for promoted == "" || promoted == old {
 		if time.Since(stopped) > 3*time.Minute {
@@ -227,6 +229,8 @@ func (b *bench) awayFromOperator(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("every instance runs on the operator's node %s", ops.Items[0].Spec.NodeName)
 }
 
+// lost counts the acknowledged writes missing on primary. Reading them is retried for up
+// to 30 s: right after a crash the instance may drop a first connection.
 func (b *bench) lost(ctx context.Context, primary string) (int, error) {
 	db, err := b.g.DB(ctx, ns, name, primary)
 	if err != nil {
@@ -240,7 +244,11 @@ func (b *bench) lost(ctx context.Context, primary string) (int, error) {
 			acks = append(acks, a)
 		}
 	}
-	lost, err := workload.Lost(ctx, db, acks)
+	var lost []int
+	err = ground.Poll(ctx, 30*time.Second, func() error {
+		lost, err = workload.Lost(ctx, db, acks)
+		return err
+	})
 	return len(lost), err
 }
 
