@@ -136,8 +136,11 @@ func (g *Ground) DeployEnv() []string {
 		"DEPLOY_DIR=" + filepath.Join(g.Dir(), "deploy"), "DEPLOY_NO_REGEN=1"}
 }
 
-// Make runs a target of the repository's Makefile against the ground, with DeployEnv.
+// Make runs a target of the repository's Makefile against the ground, with DeployEnv, for
+// at most 5 minutes.
 func (g *Ground) Make(ctx context.Context, target string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", RepoRoot(), target)
 	cmd.Env = append(os.Environ(), g.DeployEnv()...)
 	out, err := cmd.CombinedOutput()

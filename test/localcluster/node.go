@@ -151,6 +151,9 @@ func (n *Node) startContainerd(ctx context.Context, binDir, pauseImage string) e
 // CRI uses.
 func (n *Node) importImages(ctx context.Context, binDir string, tarballs []string) error {
 	for _, t := range tarballs {
+		// A 450 MB image imports in ~10 s; a stuck containerd must not hold the test.
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "ctr"), "--address", n.socket(), "--namespace", "k8s.io",
 			"images", "import", "--local", t)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -252,11 +255,13 @@ func (n *Node) Stop() error {
 	}
 	n.stopped = true
 	errs := []error{n.dropTraffic("-I")}
-	errs = append(errs, killCgroup(n.cgroup, 30*time.Second))
-	for _, p := range n.procs {
-		<-p.done
+	killErr := killCgroup(n.cgroup, 30*time.Second)
+	if killErr == nil {
+		for _, p := range n.procs {
+			<-p.done // killed with the cgroup: the wait only collects the exit
+		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, killErr)...)
 }
 
 // healthy returns an error naming the node's first process that exited, unless the node

@@ -247,6 +247,8 @@ func (c *Cluster) RestartNode(ctx context.Context, n *Node) error {
 // TagImage gives an imported image a second name on every node (as `ctr images tag`), for
 // manifests that name it otherwise.
 func (c *Cluster) TagImage(ctx context.Context, source, target string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	return forEachNode(c.Nodes, func(n *Node) error {
 		cmd := exec.CommandContext(ctx, filepath.Join(c.cfg.BinDir, "ctr"), "--address", n.socket(), "--namespace", "k8s.io",
 			"images", "tag", "--force", source, target)

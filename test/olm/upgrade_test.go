@@ -82,7 +82,11 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	// OLM rolls the operator's Deployment: the kubelet stops the old pod and starts the new.
 	pod2, log2 := waitOperator(t, g, k8s, string(pod1.UID))
 	tl.Mark("operator of " + next + " running as " + pod2.Name)
-	<-log1.Ended()
+	select {
+	case <-log1.Ended():
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the operator pod %s of %s did not stop in 3 minutes", pod1.Name, previous)
+	}
 	tl.Mark("operator of " + previous + " stopped with its pod")
 	requireRefusedOnlyWhatNextAdds(t, log1, previous)
 	waitInstalled(t, m, next)
