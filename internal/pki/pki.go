@@ -1,6 +1,8 @@
 // Package pki issues and checks the certificates the operator makes itself: a CA and the
 // server certificates it signs. It is used for MySQL's TLS and for the webhook server when
-// nothing else (OLM, cert-manager) provides one. Keys are ECDSA P-256.
+// nothing else (OLM, cert-manager) provides one, and by the test ground for its control
+// plane's and nodes' certificates. Keys are ECDSA P-256. It depends on nothing of the
+// operator's.
 package pki
 
 import (
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"slices"
 	"time"
 )
@@ -44,21 +47,40 @@ func NewCA(commonName string, now time.Time, lifetime time.Duration, random io.R
 
 // IssueServer signs a certificate for names (the first is its common name) with ca.
 func IssueServer(ca *KeyPair, names []string, now time.Time, lifetime time.Duration, random io.Reader) (*KeyPair, error) {
-	if random == nil {
-		random = rand.Reader
-	}
 	if len(names) == 0 {
 		return nil, errors.New("a server certificate needs at least one DNS name")
 	}
+	return Issue(ca, Request{CommonName: names[0], Organization: []string{"Dolphin"}, DNSNames: names,
+		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}, now, lifetime, random)
+}
+
+// Request is what a leaf certificate says: who it is (a client certificate's organisations
+// are the groups Kubernetes reads), the names and addresses it serves, and what it is for.
+type Request struct {
+	CommonName   string
+	Organization []string
+	DNSNames     []string
+	IPAddresses  []net.IP
+	Usage        []x509.ExtKeyUsage
+}
+
+// Issue signs a leaf certificate for r with ca, valid from an hour before now for lifetime.
+func Issue(ca *KeyPair, r Request, now time.Time, lifetime time.Duration, random io.Reader) (*KeyPair, error) {
+	if random == nil {
+		random = rand.Reader
+	}
+	if r.CommonName == "" || len(r.Usage) == 0 {
+		return nil, errors.New("a certificate needs a common name and a usage")
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), random)
 	if err != nil {
-		return nil, fmt.Errorf("while generating the server key: %w", err)
+		return nil, fmt.Errorf("while generating the key of %s: %w", r.CommonName, err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(random), Subject: pkix.Name{CommonName: names[0], Organization: []string{"Dolphin"}},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(lifetime), DNSNames: names,
+		SerialNumber: serial(random), Subject: pkix.Name{CommonName: r.CommonName, Organization: r.Organization},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(lifetime), DNSNames: r.DNSNames, IPAddresses: r.IPAddresses,
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage: r.Usage,
 	}
 	return sign(tmpl, ca.Cert, key, ca.Key, random)
 }

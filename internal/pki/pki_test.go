@@ -1,6 +1,8 @@
 package pki
 
 import (
+	"crypto/x509"
+	"net"
 	"testing"
 	"time"
 
@@ -35,4 +37,30 @@ func TestIssueAndCheck(t *testing.T) {
 	require.Error(t, err)
 	_, err = Parse([]byte("nope"), nil)
 	require.Error(t, err)
+}
+
+func TestIssueClientAndAddresses(t *testing.T) {
+	now := time.Now()
+	ca, err := NewCA("test CA", now, 48*time.Hour, nil)
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+
+	client, err := Issue(ca, Request{CommonName: "system:node:n0", Organization: []string{"system:nodes"},
+		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, now, time.Hour, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"system:nodes"}, client.Cert.Subject.Organization)
+	_, err = client.Cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	require.NoError(t, err)
+	_, err = client.Cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	require.Error(t, err, "a client certificate does not serve")
+
+	server, err := Issue(ca, Request{CommonName: "n0", DNSNames: []string{"n0"}, IPAddresses: []net.IP{net.ParseIP("10.0.0.2")},
+		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, now, time.Hour, nil)
+	require.NoError(t, err)
+	require.NoError(t, server.Cert.VerifyHostname("10.0.0.2"))
+	require.Error(t, server.Cert.VerifyHostname("10.0.0.3"))
+
+	_, err = Issue(ca, Request{CommonName: "x"}, now, time.Hour, nil)
+	require.ErrorContains(t, err, "usage")
 }

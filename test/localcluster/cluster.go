@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/dolphin-operator/dolphin/internal/pki"
 )
 
 // Config says what to run and where.
@@ -43,7 +45,7 @@ type Config struct {
 type Cluster struct {
 	cfg        Config
 	ownDir     bool
-	pki        *pki
+	creds      *credentials
 	procs      []*process
 	provision  *provisioner
 	cancel     context.CancelFunc
@@ -102,7 +104,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			return c, fmt.Errorf("while creating %s: %w", d, err)
 		}
 	}
-	if c.pki, err = newPKI(filepath.Join(c.cfg.Dir, "pki")); err != nil {
+	if c.creds, err = newCredentials(filepath.Join(c.cfg.Dir, "pki")); err != nil {
 		return c, err
 	}
 	if err := c.writeKubeconfig(); err != nil {
@@ -153,7 +155,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.procs = append(c.procs, etcd)
-	p := c.pki
+	p := c.creds
 	api, err := startProcess(logs, "kube-apiserver", c.bin("kube-apiserver"),
 		"--etcd-servers="+etcdClientURL,
 		"--bind-address=0.0.0.0", "--advertise-address="+HostIP, "--secure-port="+apiServerPort,
@@ -166,7 +168,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		// Webhook and aggregated-API calls go to endpoint IPs (our local processes), not to
 		// ClusterIPs that nothing here routes.
 		"--enable-aggregator-routing=true",
-		"--requestheader-client-ca-file="+c.pki.frontProxyFile,
+		"--requestheader-client-ca-file="+c.creds.frontProxyFile,
 		"--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
@@ -197,7 +199,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 
 func (c *Cluster) startControllers() error {
 	logs := filepath.Join(c.cfg.Dir, "logs")
-	p := c.pki
+	p := c.creds
 	kcm, err := startProcess(logs, "kube-controller-manager", c.bin("kube-controller-manager"),
 		"--kubeconfig="+c.Kubeconfig, "--secure-port=0", "--leader-elect=false",
 		"--controllers=*", "--use-service-account-credentials=false",
@@ -230,18 +232,18 @@ func (c *Cluster) startControllers() error {
 // kubeconfig is a kubeconfig for the local API server that authenticates with the admin
 // certificate, impersonating as (and its groups) when as is not empty.
 func (c *Cluster) kubeconfig(as string, groups ...string) *clientcmdapi.Config {
-	kc := c.kubeconfigFor(c.pki.admin)
+	kc := c.kubeconfigFor(c.creds.admin)
 	kc.AuthInfos["user"].Impersonate = as
 	kc.AuthInfos["user"].ImpersonateGroups = groups
 	return kc
 }
 
 // kubeconfigFor is a kubeconfig for the local API server that authenticates with kp.
-func (c *Cluster) kubeconfigFor(kp *KeyPair) *clientcmdapi.Config {
+func (c *Cluster) kubeconfigFor(kp *pki.KeyPair) *clientcmdapi.Config {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["local"] = &clientcmdapi.Cluster{
 		Server:                   "https://" + HostIP + ":" + apiServerPort,
-		CertificateAuthorityData: c.pki.ca.CertPEM,
+		CertificateAuthorityData: c.creds.ca.CertPEM,
 	}
 	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.CertPEM, ClientKeyData: kp.KeyPEM}
 	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "user"}
@@ -270,10 +272,6 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfi
 
 // Dir is the cluster's folder.
 func (c *Cluster) Dir() string { return c.cfg.Dir }
-
-// CA is the cluster CA: it signs the API server's certificate and client certificates,
-// and can issue serving certificates for webhooks in tests.
-func (c *Cluster) CA() *CA { return c.pki.ca }
 
 // NodeName is the fake node pods are scheduled to.
 func (c *Cluster) NodeName() string { return kwokNodeName }

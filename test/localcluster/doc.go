@@ -2,7 +2,8 @@
 // container engine: etcd, kube-apiserver, kube-controller-manager and kube-scheduler as
 // local processes, and real nodes — a containerd (runc, CNI bridge) and a kubelet per node,
 // one kube-proxy, CoreDNS — inside private network and mount namespaces. It knows nothing
-// of Dolphin (test/ground puts Dolphin on it).
+// of Dolphin's API or operator (test/ground puts Dolphin on it); its certificates come from
+// internal/pki, the project's one certificate issuer, which depends on nothing else here.
 //
 // The pieces:
 //   - EnterNetNS re-executes the calling program in new network and mount namespaces,

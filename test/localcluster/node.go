@@ -166,7 +166,7 @@ func (n *Node) importImages(ctx context.Context, binDir string, tarballs []strin
 // startKubelet writes the kubelet's configuration, credentials and serving certificate
 // and starts it in the node's cgroup.
 func (n *Node) startKubelet(c *Cluster) error {
-	client, err := c.pki.ca.IssueClient("system:node:"+n.Name, "system:nodes")
+	client, err := issueClient(c.creds.ca, "system:node:"+n.Name, "system:nodes")
 	if err != nil {
 		return err
 	}
@@ -174,11 +174,11 @@ func (n *Node) startKubelet(c *Cluster) error {
 	if err := clientcmd.WriteToFile(*c.kubeconfigFor(client), kubeconfig); err != nil {
 		return fmt.Errorf("while writing %s: %w", kubeconfig, err)
 	}
-	serving, err := c.pki.ca.IssueServing(n.Name, []string{n.Name}, []net.IP{net.ParseIP(n.IP)})
+	serving, err := issueServing(c.creds.ca, n.Name, []string{n.Name}, []net.IP{net.ParseIP(n.IP)})
 	if err != nil {
 		return err
 	}
-	cert, key, err := serving.WriteFiles(filepath.Join(n.dir, "pki"), "kubelet")
+	cert, key, err := writePair(serving, filepath.Join(n.dir, "pki"), "kubelet")
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (n *Node) startKubelet(c *Cluster) error {
 	if err := writeFile(filepath.Join(n.dir, "kubelet", "resolv.conf"), "# no upstream name server\n"); err != nil {
 		return err
 	}
-	if err := writeFile(cfg, n.kubeletConfig(c.pki.caFile, cert, key)); err != nil {
+	if err := writeFile(cfg, n.kubeletConfig(c.creds.caFile, cert, key)); err != nil {
 		return err
 	}
 	p, err := startProcess(n.logDir(), "kubelet", c.bin("kubelet"), "--config="+cfg, "--kubeconfig="+kubeconfig,

@@ -111,7 +111,7 @@ func forEachNode(nodes []*Node, f func(*Node) error) error {
 // startKubeProxy runs one kube-proxy (iptables mode) for the namespace all nodes share.
 // It leaves the machine's global conntrack sysctls alone.
 func (c *Cluster) startKubeProxy() error {
-	kp, err := c.pki.ca.IssueClient("system:kube-proxy")
+	kp, err := issueClient(c.creds.ca, "system:kube-proxy")
 	if err != nil {
 		return err
 	}

@@ -1,102 +1,42 @@
 package localcluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/dolphin-operator/dolphin/internal/pki"
 )
 
-// CA is a certificate authority kept in memory for issuing certificates.
-type CA struct {
-	Cert    *x509.Certificate
-	Key     *ecdsa.PrivateKey
-	CertPEM []byte
+// certLifetime: clusters here live for minutes; a week leaves room for a long debugging
+// session on a ground kept up with `make up`.
+const certLifetime = 7 * 24 * time.Hour
+
+func newCA(name string) (*pki.KeyPair, error) {
+	return pki.NewCA(name, time.Now(), certLifetime, nil)
 }
 
-// newCA creates a self-signed CA valid for a week: clusters here live for minutes.
-func newCA(name string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("while generating the %s key: %w", name, err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("while signing the %s certificate: %w", name, err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("while parsing the %s certificate: %w", name, err)
-	}
-	return &CA{Cert: cert, Key: key, CertPEM: pemBlock("CERTIFICATE", der)}, nil
+// issueServing issues a server certificate for the given DNS names and IPs.
+func issueServing(ca *pki.KeyPair, cn string, dnsNames []string, ips []net.IP) (*pki.KeyPair, error) {
+	return pki.Issue(ca, pki.Request{CommonName: cn, DNSNames: dnsNames, IPAddresses: ips,
+		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, time.Now(), certLifetime, nil)
 }
 
-// KeyPair is a PEM certificate and key.
-type KeyPair struct {
-	CertPEM, KeyPEM []byte
-}
-
-// IssueServing issues a server certificate for the given DNS names and IPs.
-func (ca *CA) IssueServing(cn string, dnsNames []string, ips []net.IP) (*KeyPair, error) {
-	return ca.issue(pkix.Name{CommonName: cn}, dnsNames, ips, x509.ExtKeyUsageServerAuth)
-}
-
-// IssueClient issues a client certificate; groups become the organisations, which the
+// issueClient issues a client certificate; groups become the organisations, which the
 // API server reads as the user's groups.
-func (ca *CA) IssueClient(user string, groups ...string) (*KeyPair, error) {
-	return ca.issue(pkix.Name{CommonName: user, Organization: groups}, nil, nil, x509.ExtKeyUsageClientAuth)
+func issueClient(ca *pki.KeyPair, user string, groups ...string) (*pki.KeyPair, error) {
+	return pki.Issue(ca, pki.Request{CommonName: user, Organization: groups,
+		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, time.Now(), certLifetime, nil)
 }
 
-func (ca *CA) issue(subject pkix.Name, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage) (*KeyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("while generating a key for %s: %w", subject.CommonName, err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, fmt.Errorf("while picking a serial number: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      subject,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(7 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     dnsNames,
-		IPAddresses:  ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
-	if err != nil {
-		return nil, fmt.Errorf("while signing a certificate for %s: %w", subject.CommonName, err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("while encoding a key: %w", err)
-	}
-	return &KeyPair{CertPEM: pemBlock("CERTIFICATE", der), KeyPEM: pemBlock("EC PRIVATE KEY", keyDER)}, nil
-}
-
-// WriteFiles writes the pair as <dir>/<name>.crt and <dir>/<name>.key and returns the paths.
-func (kp *KeyPair) WriteFiles(dir, name string) (certFile, keyFile string, err error) {
+// writePair writes kp as <dir>/<name>.crt and <dir>/<name>.key and returns the paths.
+func writePair(kp *pki.KeyPair, dir, name string) (certFile, keyFile string, err error) {
 	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	if err := os.WriteFile(certFile, kp.CertPEM, 0o644); err != nil {
 		return "", "", fmt.Errorf("while writing %s: %w", certFile, err)
@@ -111,27 +51,27 @@ func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
-// pki is every credential the control plane needs, written under dir.
-type pki struct {
+// credentials is every credential the control plane needs, written under dir.
+type credentials struct {
 	dir                    string
-	ca, frontProxyCA       *CA
+	ca, frontProxyCA       *pki.KeyPair
 	caFile, frontProxyFile string
 	apiserverCert          string
 	apiserverKey           string
 	frontProxyCert         string
 	frontProxyKey          string
 	saKey, saPub           string
-	admin                  *KeyPair
+	admin                  *pki.KeyPair
 	// kubeletClientCert/Key: the API server's client certificate for kubelets (logs,
 	// exec, port-forward).
 	kubeletClientCert, kubeletClientKey string
 }
 
-func newPKI(dir string) (*pki, error) {
+func newCredentials(dir string) (*credentials, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("while creating %s: %w", dir, err)
 	}
-	p := &pki{dir: dir}
+	p := &credentials{dir: dir}
 	var err error
 	if p.ca, err = newCA("dolphin-localcluster-ca"); err != nil {
 		return nil, err
@@ -146,39 +86,39 @@ func newPKI(dir string) (*pki, error) {
 	if err := os.WriteFile(p.frontProxyFile, p.frontProxyCA.CertPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("while writing the front-proxy CA: %w", err)
 	}
-	serving, err := p.ca.IssueServing("kube-apiserver",
+	serving, err := issueServing(p.ca, "kube-apiserver",
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(HostIP), net.ParseIP("10.96.0.1")})
 	if err != nil {
 		return nil, err
 	}
-	if p.apiserverCert, p.apiserverKey, err = serving.WriteFiles(dir, "apiserver"); err != nil {
+	if p.apiserverCert, p.apiserverKey, err = writePair(serving, dir, "apiserver"); err != nil {
 		return nil, err
 	}
 	// The aggregator authenticates to extension API servers with this client certificate.
-	fp, err := p.frontProxyCA.IssueClient("front-proxy-client")
+	fp, err := issueClient(p.frontProxyCA, "front-proxy-client")
 	if err != nil {
 		return nil, err
 	}
-	if p.frontProxyCert, p.frontProxyKey, err = fp.WriteFiles(dir, "front-proxy-client"); err != nil {
+	if p.frontProxyCert, p.frontProxyKey, err = writePair(fp, dir, "front-proxy-client"); err != nil {
 		return nil, err
 	}
-	if p.admin, err = p.ca.IssueClient("dolphin-admin", "system:masters"); err != nil {
+	if p.admin, err = issueClient(p.ca, "dolphin-admin", "system:masters"); err != nil {
 		return nil, err
 	}
-	kc, err := p.ca.IssueClient("kube-apiserver-kubelet-client", "system:masters")
+	kc, err := issueClient(p.ca, "kube-apiserver-kubelet-client", "system:masters")
 	if err != nil {
 		return nil, err
 	}
-	if p.kubeletClientCert, p.kubeletClientKey, err = kc.WriteFiles(dir, "apiserver-kubelet-client"); err != nil {
+	if p.kubeletClientCert, p.kubeletClientKey, err = writePair(kc, dir, "apiserver-kubelet-client"); err != nil {
 		return nil, err
 	}
 	return p, p.writeServiceAccountKey()
 }
 
 // writeServiceAccountKey writes the RSA key that signs service-account tokens.
-func (p *pki) writeServiceAccountKey() error {
+func (p *credentials) writeServiceAccountKey() error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return fmt.Errorf("while generating the service-account key: %w", err)
