@@ -40,6 +40,28 @@ func (g *Ground) DB(ctx context.Context, namespace, cluster, pod string) (*sql.D
 // HostDB opens a root connection to host:3306 (an instance's or a Service's DNS name)
 // with the cluster's root password and CA. Dials, reads and writes time out after 5 s.
 func (g *Ground) HostDB(ctx context.Context, namespace, cluster, host string) (*sql.DB, error) {
+	return g.rootDB(ctx, namespace, cluster, host, host)
+}
+
+// PodDB opens a root connection to an instance at its pod's IP, with no name lookup, and
+// verifies its certificate for the instance's DNS name: a client that follows the primary
+// Service's endpoints itself, as the benchmark's baseline writer does.
+func (g *Ground) PodDB(ctx context.Context, namespace, cluster, pod string) (*sql.DB, error) {
+	cs, err := kubernetes.NewForConfig(g.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("while creating a client: %w", err)
+	}
+	p, err := cs.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("while reading pod %s: %w", pod, err)
+	}
+	if p.Status.PodIP == "" {
+		return nil, fmt.Errorf("pod %s has no IP", pod)
+	}
+	return g.rootDB(ctx, namespace, cluster, p.Status.PodIP, InstanceHost(namespace, cluster, pod))
+}
+
+func (g *Ground) rootDB(ctx context.Context, namespace, cluster, host, serverName string) (*sql.DB, error) {
 	cs, err := kubernetes.NewForConfig(g.RESTConfig())
 	if err != nil {
 		return nil, fmt.Errorf("while creating a client: %w", err)
@@ -60,7 +82,7 @@ func (g *Ground) HostDB(ctx context.Context, namespace, cluster, host string) (*
 	cfg := mysql.NewConfig()
 	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", net.JoinHostPort(host, "3306"), "root", string(creds.Data[resources.KeyRootPassword])
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
-	cfg.TLS = &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}
+	cfg.TLS = &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("while connecting to %s: %w", host, err)

@@ -43,10 +43,14 @@ type Ack struct {
 // reaches it (through the primary Service).
 type Connect func(context.Context) (*sql.DB, error)
 
-// Writer inserts increasing ids into workload.acked through the primary Service, one at a
-// time, reconnecting after any error; an id whose outcome is unknown is never reused.
+// DefaultTable is the table in the workload database a writer fills unless told another.
+const DefaultTable = "acked"
+
+// Writer inserts increasing ids into a table of the workload database through connect, one
+// at a time, reconnecting after any error; an id whose outcome is unknown is never reused.
 type Writer struct {
 	connect Connect
+	table   string
 
 	mu       sync.Mutex
 	acks     []Ack
@@ -59,7 +63,12 @@ type Writer struct {
 // application starting, it retries for up to 30 s until the primary answers (a Service's
 // rules may lag its endpoints by a moment).
 func StartWriter(ctx context.Context, connect Connect) (*Writer, error) {
-	w := &Writer{connect: connect, done: make(chan struct{})}
+	return StartWriterInto(ctx, DefaultTable, connect)
+}
+
+// StartWriterInto is StartWriter into workload.<table>, for writers that run side by side.
+func StartWriterInto(ctx context.Context, table string, connect Connect) (*Writer, error) {
+	w := &Writer{connect: connect, table: table, done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
@@ -84,7 +93,7 @@ func (w *Writer) prepare(ctx context.Context) error {
 	}
 	defer db.Close()
 	for _, stmt := range []string{"CREATE DATABASE IF NOT EXISTS workload",
-		"CREATE TABLE IF NOT EXISTS workload.acked (id INT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))"} {
+		"CREATE TABLE IF NOT EXISTS workload." + w.table + " (id INT PRIMARY KEY, at TIMESTAMP(6) DEFAULT CURRENT_TIMESTAMP(6))"} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return err
 		}
@@ -115,7 +124,7 @@ func (w *Writer) run() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := db.ExecContext(ctx, "INSERT INTO workload.acked (id) VALUES (?)", next)
+		_, err := db.ExecContext(ctx, "INSERT INTO workload."+w.table+" (id) VALUES (?)", next)
 		cancel()
 		next++
 		if err != nil {
@@ -182,9 +191,17 @@ func (w *Writer) Stop() []Ack {
 	return w.Acks()
 }
 
-// Lost returns the acknowledged ids missing from the instance's table.
+// Table is the table of the workload database the writer fills.
+func (w *Writer) Table() string { return w.table }
+
+// Lost returns the acknowledged ids missing from the instance's workload.acked.
 func Lost(ctx context.Context, db *sql.DB, acks []Ack) ([]int, error) {
-	rows, err := db.QueryContext(ctx, "SELECT id FROM workload.acked")
+	return LostIn(ctx, db, DefaultTable, acks)
+}
+
+// LostIn returns the acknowledged ids missing from the instance's workload.<table>.
+func LostIn(ctx context.Context, db *sql.DB, table string, acks []Ack) ([]int, error) {
+	rows, err := db.QueryContext(ctx, "SELECT id FROM workload."+table)
 	if err != nil {
 		return nil, fmt.Errorf("while reading the written rows: %w", err)
 	}

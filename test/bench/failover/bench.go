@@ -22,10 +22,21 @@ import (
 const ns, name = "bench", "bench"
 
 type bench struct {
-	g      *ground.Ground
-	k8s    client.Client
-	writer *workload.Writer
-	key    client.ObjectKey
+	g   *ground.Ground
+	k8s client.Client
+	// service writes through the primary Service (DNS, ClusterIP, kube-proxy) as an
+	// application does; direct follows the Service's ready endpoint itself and dials that
+	// pod's IP, as the benchmark's writer did before the ground had real nodes: the
+	// operator's part without Kubernetes' plumbing, measured in the same run.
+	service, direct *workload.Writer
+	key             client.ObjectKey
+}
+
+// result is one measurement: what each writer saw, and the acknowledged writes missing on
+// the primary afterwards (both writers').
+type result struct {
+	service, direct time.Duration
+	lost            int
 }
 
 func newBench(ctx context.Context, g *ground.Ground, delay time.Duration) (*bench, error) {
@@ -48,8 +59,17 @@ func newBench(ctx context.Context, g *ground.Ground, delay time.Duration) (*benc
 	if _, err := b.settled(ctx, ""); err != nil {
 		return nil, err
 	}
-	if b.writer, err = workload.StartWriter(ctx, func(ctx context.Context) (*sql.DB, error) {
+	if b.service, err = workload.StartWriter(ctx, func(ctx context.Context) (*sql.DB, error) {
 		return g.HostDB(ctx, ns, name, ground.ServiceHost(ns, name+"-primary"))
+	}); err != nil {
+		return nil, err
+	}
+	if b.direct, err = workload.StartWriterInto(ctx, "direct", func(ctx context.Context) (*sql.DB, error) {
+		pod := workload.PrimaryEndpoint(ctx, k8s, ns, name)
+		if pod == "" {
+			return nil, fmt.Errorf("the primary Service has no ready endpoint")
+		}
+		return g.PodDB(ctx, ns, name, pod)
 	}); err != nil {
 		return nil, err
 	}
@@ -91,104 +111,125 @@ func (b *bench) allReplicas(ctx context.Context, c *mysqlv1beta1.MySQLCluster) b
 	return replicas == len(pods.Items)-1
 }
 
-// switchover moves the primary to the next instance and measures the longest time the
+// switchover moves the primary to the next instance and measures the longest time each
 // writer went without an acknowledged write.
-func (b *bench) switchover(ctx context.Context) (time.Duration, int, error) {
+func (b *bench) switchover(ctx context.Context) (result, error) {
 	c := &mysqlv1beta1.MySQLCluster{}
 	if err := b.k8s.Get(ctx, b.key, c); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	target := next(c.Status.CurrentPrimary)
 	start := time.Now()
 	c.Spec.Primary = target
 	if err := b.k8s.Update(ctx, c); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	if _, err := b.settled(ctx, target); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
-	end, err := b.writer.AckedAfter(ctx, time.Now())
+	now := time.Now()
+	var r result
+	for _, m := range []struct {
+		w   *workload.Writer
+		gap *time.Duration
+	}{{b.service, &r.service}, {b.direct, &r.direct}} {
+		end, err := m.w.AckedAfter(ctx, now)
+		if err != nil {
+			return result{}, err
+		}
+		*m.gap = m.w.LongestGap(start, end)
+	}
+	var err error
+	r.lost, err = b.lost(ctx, target)
+	return r, err
+}
+
+// firstAcks is how long after t each writer had a write acknowledged.
+func (b *bench) firstAcks(ctx context.Context, t time.Time) (result, error) {
+	s, err := b.service.AckedAfter(ctx, t)
 	if err != nil {
-		return 0, 0, err
+		return result{}, fmt.Errorf("the writer through the Service: %w", err)
 	}
-	lost, err := b.lost(ctx, target)
-	return b.writer.LongestGap(start, end), lost, err
+	d, err := b.direct.AckedAfter(ctx, t)
+	if err != nil {
+		return result{}, fmt.Errorf("the writer to the endpoint: %w", err)
+	}
+	return result{service: s.Sub(t), direct: d.Sub(t)}, nil
 }
 
 // crash kills the primary's mysqld (SIGKILL from its node; kubelet restarts the container)
 // and measures from the kill to the first write acknowledged after it, by whichever
 // instance the operator then makes primary; then it waits for the cluster to settle.
-func (b *bench) crash(ctx context.Context) (time.Duration, int, error) {
+func (b *bench) crash(ctx context.Context) (result, error) {
 	c := &mysqlv1beta1.MySQLCluster{}
 	if err := b.k8s.Get(ctx, b.key, c); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	pod := &corev1.Pod{}
 	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Status.CurrentPrimary}, pod); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	killed := time.Now()
 	if err := b.g.Signal(pod, "mysqld", syscall.SIGKILL); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
-	first, err := b.writer.AckedAfter(ctx, killed)
+	r, err := b.firstAcks(ctx, killed)
 	if err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	primary, err := b.settled(ctx, c.Spec.Primary)
 	if err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
-	lost, err := b.lost(ctx, primary)
-	return first.Sub(killed), lost, err
+	r.lost, err = b.lost(ctx, primary)
+	return r, err
 }
 
 // failover stops the node of the primary (first moved, unmeasured, to an instance away from
 // the operator's node: the operator must survive the loss) and measures from the stop to
 // the first write the new primary acknowledged; then the node returns and the cluster
 // settles with the old primary back (spec.primary names it).
-func (b *bench) failover(ctx context.Context) (time.Duration, int, error) {
+func (b *bench) failover(ctx context.Context) (result, error) {
 	old, err := b.awayFromOperator(ctx)
 	if err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	pod := &corev1.Pod{}
 	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: old}, pod); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	node, err := b.g.NodeOf(pod)
 	if err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	// Measured from the moment the node is gone (its processes dead): a write the old
 	// primary acknowledged while it was being stopped is not the new primary's.
 	if err := node.Stop(); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	stopped := time.Now()
 	var promoted string
 	for promoted == "" || promoted == old {
 		if time.Since(stopped) > 3*time.Minute {
-			return 0, 0, fmt.Errorf("no failover away from %s", old)
+			return result{}, fmt.Errorf("no failover away from %s", old)
 		}
 		promoted = workload.PrimaryEndpoint(ctx, b.k8s, ns, name)
 		time.Sleep(5 * time.Millisecond)
 	}
-	first, err := b.writer.AckedAfter(ctx, stopped)
+	r, err := b.firstAcks(ctx, stopped)
 	if err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
-	lost, err := b.lost(ctx, promoted)
-	if err != nil {
-		return 0, 0, err
+	if r.lost, err = b.lost(ctx, promoted); err != nil {
+		return result{}, err
 	}
 	if err := b.g.RestartNode(ctx, node); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
 	if _, err := b.settled(ctx, old); err != nil {
-		return 0, 0, err
+		return result{}, err
 	}
-	return first.Sub(stopped), lost, nil
+	return r, nil
 }
 
 // awayFromOperator makes the primary an instance whose node does not run the operator
@@ -229,30 +270,36 @@ func (b *bench) awayFromOperator(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("every instance runs on the operator's node %s", ops.Items[0].Spec.NodeName)
 }
 
-// lost counts the acknowledged writes missing on primary. Reading them is retried for up
-// to 30 s: right after a crash the instance may drop a first connection.
+// lost counts both writers' acknowledged writes missing on primary. Reading them is
+// retried for up to 30 s: right after a crash the instance may drop a first connection.
 func (b *bench) lost(ctx context.Context, primary string) (int, error) {
 	db, err := b.g.DB(ctx, ns, name, primary)
 	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
-	// Only writes acknowledged a moment ago may still be on their way: check those older.
-	var acks []workload.Ack
-	for _, a := range b.writer.Acks() {
-		if time.Since(a.At) > 100*time.Millisecond {
-			acks = append(acks, a)
+	total := 0
+	for _, w := range []*workload.Writer{b.service, b.direct} {
+		// Only writes acknowledged a moment ago may still be on their way: check those older.
+		var acks []workload.Ack
+		for _, a := range w.Acks() {
+			if time.Since(a.At) > 100*time.Millisecond {
+				acks = append(acks, a)
+			}
 		}
+		var lost []int
+		if err := ground.Poll(ctx, 30*time.Second, func() error {
+			lost, err = workload.LostIn(ctx, db, w.Table(), acks)
+			return err
+		}); err != nil {
+			return 0, err
+		}
+		total += len(lost)
 	}
-	var lost []int
-	err = ground.Poll(ctx, 30*time.Second, func() error {
-		lost, err = workload.Lost(ctx, db, acks)
-		return err
-	})
-	return len(lost), err
+	return total, nil
 }
 
-func (b *bench) acked() int { return len(b.writer.Acks()) }
+func (b *bench) acked() int { return len(b.service.Acks()) + len(b.direct.Acks()) }
 
 func next(primary string) string {
 	for i := range 3 {
