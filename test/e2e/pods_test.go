@@ -39,15 +39,7 @@ func requireRealPod(t *testing.T, c *mysqlv1beta1.MySQLCluster, pod *corev1.Pod)
 	t.Helper()
 	ctx := context.Background()
 	d := dbOf(t, c.Namespace, pod.Name)
-	var accounts []string
-	rows, err := d.QueryContext(ctx, "SELECT CONCAT(user, '@', host) FROM mysql.user WHERE user LIKE 'dolphin-%' OR user = 'root' ORDER BY 1")
-	require.NoError(t, err)
-	for rows.Next() {
-		var a string
-		require.NoError(t, rows.Scan(&a))
-		accounts = append(accounts, a)
-	}
-	require.NoError(t, rows.Close())
+	accounts := column(t, d, "SELECT CONCAT(user, '@', host) FROM mysql.user WHERE user LIKE 'dolphin-%' OR user = 'root' ORDER BY 1")
 	require.Equal(t, []string{resources.AdminUser + "@%", resources.BackupUser + "@%", resources.ExporterUser + "@%",
 		resources.ReplicationUser + "@%", "root@%", "root@localhost"}, accounts, "the init container created the accounts")
 
@@ -216,6 +208,22 @@ func dbOf(t *testing.T, ns, pod string) *sql.DB {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
+}
+
+// column runs query and returns its one column's values.
+func column(t *testing.T, d *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := d.QueryContext(context.Background(), query)
+	require.NoError(t, err)
+	var values []string
+	for rows.Next() {
+		var v string
+		require.NoError(t, rows.Scan(&v))
+		values = append(values, v)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	return values
 }
 
 func TestABackupJobFromTheCronJobRunsTheRealBackup(t *testing.T) {
