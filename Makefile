@@ -303,9 +303,9 @@ scorecard-image-build: ## Build the image of Dolphin's scorecard tests (needs a 
 ##@ Tools (built once per version into $(DOLPHIN_CACHE), linked into ./bin)
 
 .PHONY: tools envtest-tools cluster-tools mysql host-deps
-tools: cluster-tools controller-gen kustomize operator-sdk opm chainsaw golangci-lint ## Build every pinned tool.
+tools: cluster-tools kwok controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm ## Build every pinned tool.
 envtest-tools: etcd kube-apiserver kubectl ## etcd, kube-apiserver and kubectl for envtest.
-cluster-tools: host-deps envtest-tools kube-controller-manager kube-scheduler kubelet kube-proxy containerd coredns kwok ## Everything the local cluster runs.
+cluster-tools: host-deps envtest-tools kube-controller-manager kube-scheduler kubelet kube-proxy containerd coredns ## Everything the local cluster runs with real nodes (kwok, for Nodes 0, is `make kwok`).
 host-deps: ## Check (and as root install) the host programs the test ground uses.
 	@hack/host-deps.sh
 mysql: host-deps ## Provision Oracle MySQL from Debian sid into the cache (no host install).

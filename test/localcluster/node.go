@@ -84,7 +84,9 @@ func (n *Node) prepare() error {
 // containerdConfig: CRI with runc through the runc v2 shim, cgroupfs, overlayfs, the local
 // pause image pinned. restrict_oom_score_adj because this machine's capability bounding
 // set lacks CAP_SYS_RESOURCE (runc cannot raise a container's oom_score_adj: every pod
-// failed with "can't get final child's PID from pipe" without it).
+// failed with "can't get final child's PID from pipe" without it). The NRI socket is the
+// node's own: at its default path (/var/run/nri) the second containerd on the machine
+// failed to start ("bind: address already in use").
 func (n *Node) containerdConfig(pauseImage string) string {
 	d := filepath.Join(n.dir, "containerd")
 	return fmt.Sprintf(`version = 3
@@ -111,8 +113,10 @@ state = %q
     conf_dir = %q
 [plugins.'io.containerd.grpc.v1.cri']
   stream_server_address = '127.0.0.1'
+[plugins.'io.containerd.nri.v1.nri']
+  socket_path = %q
 `, filepath.Join(d, "root"), filepath.Join(d, "state"), n.socket(), pauseImage, runcPath, cniBinDir,
-		filepath.Join(n.dir, "cni", "net.d"))
+		filepath.Join(n.dir, "cni", "net.d"), filepath.Join(d, "nri.sock"))
 }
 
 // Host programs the nodes use, from Debian's packages (hack/host-deps.sh installs them).
