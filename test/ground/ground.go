@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
@@ -85,6 +87,9 @@ func Start(ctx context.Context, o Options) (*Ground, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	// controller-runtime's clients log through its global logger (the API server's
+	// warnings, for one); unset, it prints a stack trace on first use instead.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(o.Log)))
 	imgs, err := localcluster.ReadImages(o.Images)
 	if err != nil {
 		return nil, err
