@@ -93,8 +93,8 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 		addresses = string(topology.AddressDNS)
 	}
 	fs.StringVar(&o.mysqlAddresses, "mysql-addresses", addresses,
-		"How the operator and replicas reach instances: dns (the headless Service's names) or pod-ip "+
-			"(default from $DOLPHIN_MYSQL_ADDRESSES, else dns).")
+		"How replicas reach their source and clone recipients their donor: dns (the headless Service's "+
+			"names) or pod-ip (default from $DOLPHIN_MYSQL_ADDRESSES, else dns). The operator itself dials pod IPs.")
 	fs.BoolVar(&o.selfIssueCert, "self-issue-webhook-cert", false,
 		"Issue the webhook certificate and inject its CA (installs without OLM or cert-manager).")
 	zapOpts := &zap.Options{}

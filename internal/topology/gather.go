@@ -20,9 +20,9 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
-// Addresses says how the operator and the replicas reach an instance: in a cluster, its
-// stable DNS name through the headless Service; in the local test ground (no cluster DNS),
-// its pod IP. This is the dialer seam of docs/design/topology.md.
+// Addresses says how replicas reach their source and a clone recipient its donor: by the
+// instance's stable DNS name through the headless Service, or, for clusters without pod
+// DNS, by its pod IP. The operator itself always dials the pod's IP (see connect).
 type Addresses string
 
 // Address modes.
@@ -45,7 +45,11 @@ func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
 	if pod == nil {
 		return nil, errNoPod
 	}
-	host := m.Addresses.Host(cl.obj, pod)
+	// The pod's IP, not its DNS name: a lost node that ran a cluster DNS replica leaves
+	// lookups through the DNS Service timing out until Kubernetes marks the node NotReady
+	// (tens of seconds), and a failover must not wait on that. The IP comes from the pod
+	// just read; the certificate is still verified for the instance's name (below).
+	host := pod.Status.PodIP
 	if host == "" {
 		return nil, errNoAddress
 	}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/pki"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -165,6 +167,35 @@ func TestManagerBootstrapsRecordsTheLeaseThenConfiguresReplicas(t *testing.T) {
 	require.True(t, d.Healthy, d.Message)
 	require.Empty(t, w.log, "a healthy cluster costs no writes")
 	require.Equal(t, "replica", w.role(t, "db-1"))
+}
+
+// With DNS addresses the operator still dials the pods' IPs (no lookup on its failover
+// path) and verifies each certificate for the instance's name, while replicas are pointed
+// at their source's DNS name.
+func TestManagerDialsPodIPsAndPointsReplicasAtDNSNames(t *testing.T) {
+	w := newWorld(t)
+	w.m.Addresses = AddressDNS
+	w.c.Spec.TLS.Enabled = nil
+	open := w.m.Open
+	dialled := map[string]string{}
+	w.m.Open = func(cfg mysql.Config) (mysql.Instance, error) {
+		name := ""
+		if cfg.TLS != nil {
+			name = cfg.TLS.ServerName
+		}
+		dialled[cfg.Addr] = name
+		return open(cfg)
+	}
+	ca, err := pki.NewCA("test CA", time.Now(), time.Hour, rand.Reader)
+	require.NoError(t, err)
+	require.NoError(t, w.m.Client.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.TLSSecretName(w.c)},
+		Data:       map[string][]byte{resources.KeyCACert: ca.CertPEM}}))
+	w.pass(t)
+	w.pass(t)
+	require.Equal(t, map[string]string{"10.0.0.1:3306": "db-0.db-instances.ns.svc", "10.0.0.2:3306": "db-1.db-instances.ns.svc",
+		"10.0.0.3:3306": "db-2.db-instances.ns.svc"}, dialled)
+	require.ElementsMatch(t, []string{"db-1 ConfigureReplica db-0.db-instances.ns.svc", "db-2 ConfigureReplica db-0.db-instances.ns.svc"}, w.log)
 }
 
 func TestManagerSwitchoverFencesBeforePromoting(t *testing.T) {
