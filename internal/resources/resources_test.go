@@ -69,6 +69,10 @@ func TestStatefulSet(t *testing.T) {
 			if s.Spec.Template.Spec.Affinity.PodAntiAffinity == nil || len(s.Spec.Template.Spec.TopologySpreadConstraints) != 1 {
 				t.Error("default anti-affinity and zone spread are missing")
 			}
+			if dc := s.Spec.Template.Spec.DNSConfig; dc == nil || len(dc.Options) != 2 || dc.Options[0].Name != "timeout" ||
+				*dc.Options[0].Value != "1" || dc.Options[1].Name != "attempts" || *dc.Options[1].Value != "2" {
+				t.Errorf("mysqld's name lookups need short tries: %+v", dc)
+			}
 			if len(s.Spec.Template.Spec.Containers) != 1 || len(s.Spec.Template.Spec.InitContainers) != 1 {
 				t.Error("one mysqld container and one init container without monitoring")
 			}

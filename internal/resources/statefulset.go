@@ -98,6 +98,7 @@ func podTemplate(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) corev1.PodTe
 		PriorityClassName:         pt.PriorityClassName,
 		TopologySpreadConstraints: pt.TopologySpreadConstraints,
 		EnableServiceLinks:        new(false),
+		DNSConfig:                 &corev1.PodDNSConfig{Options: dnsOptions},
 	}
 	if spec.Affinity == nil {
 		spec.Affinity = defaultAffinity(c)
@@ -113,6 +114,14 @@ func podTemplate(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) corev1.PodTe
 		Spec:       spec,
 	}
 }
+
+// dnsOptions bound how long mysqld waits on one name lookup (the C library's default is 5
+// s a try, up to 20 s in all). A replica's receiver looks its source's name up on every
+// connection attempt; after a node that ran a cluster DNS replica is lost, a lookup sent
+// to that replica is never answered until Kubernetes marks the node NotReady, and a
+// replica that waits 20 s on it holds up a new primary's semi-synchronous commits. Each
+// attempt (SOURCE_CONNECT_RETRY is 1 s) asks again, so short tries cost little.
+var dnsOptions = []corev1.PodDNSConfigOption{{Name: "timeout", Value: new("1")}, {Name: "attempts", Value: new("2")}}
 
 // defaultAffinity prefers one instance per node: losing a node then loses one instance.
 func defaultAffinity(c *mysqlv1beta1.MySQLCluster) *corev1.Affinity {

@@ -61,6 +61,11 @@ func requireRealPod(t *testing.T, c *mysqlv1beta1.MySQLCluster, pod *corev1.Pod)
 
 	requireReadyAfterMysqldAnswered(t, pod)
 	requireSecurityContext(t, pod)
+	// The pod's DNS options reached the resolver configuration kubelet wrote.
+	resolv, err := g.Exec(ctx, pod, "mysqld", "cat", "/etc/resolv.conf")
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^options .*\btimeout:1\b`, resolv, "mysqld's name lookups time out after 1 s a try")
+	require.Regexp(t, `(?m)^options .*\battempts:2\b`, resolv, "mysqld's name lookups are tried twice")
 }
 
 // requireReadyAfterMysqldAnswered compares the pod's Ready transition with the moment its
