@@ -158,6 +158,19 @@ func cutInterval(ivs []interval, cut interval) []interval {
 // Intersect returns s ∩ o.
 func (s Set) Intersect(o Set) Set { return s.Subtract(s.Subtract(o)) }
 
+// WithoutSource is s less the transactions the server uuid originated (tagged or not).
+func (s Set) WithoutSource(uuid string) Set {
+	uuid = strings.ToLower(uuid)
+	out := Set{}
+	for k, ivs := range s {
+		if uuid != "" && (k == uuid || strings.HasPrefix(k, uuid+":")) {
+			continue
+		}
+		out[k] = ivs
+	}
+	return out
+}
+
 // Contains reports whether every transaction of o is in s.
 func (s Set) Contains(o Set) bool { return o.Subtract(s).IsEmpty() }
 

@@ -1,6 +1,7 @@
 package gtid
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,6 @@ func TestArithmetic(t *testing.T) {
 	require.True(t, MustParse("").Contains(Set{}))
 	tagged := MustParse(a + ":tag:1-3")
 	require.False(t, s.Contains(tagged), "a tagged GTID is not its untagged namesake")
+	require.Equal(t, b+":1-3", s.Union(tagged).WithoutSource(strings.ToUpper(a)).String(), "tagged or not, a's transactions go")
+	require.Equal(t, s.String(), s.WithoutSource("").String())
 }

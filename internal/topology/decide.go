@@ -251,8 +251,8 @@ func switchover(in Input, p *Instance, d *Decision) ([]Action, bool) {
 		return blocked("no such instance")
 	case !t.Reachable:
 		return blocked("it is unreachable")
-	case !t.Executed.Subtract(p.Executed).IsEmpty():
-		return blocked("it holds errant transactions " + t.Executed.Subtract(p.Executed).String())
+	case !t.errantAgainst(p).IsEmpty():
+		return blocked("it holds errant transactions " + t.errantAgainst(p).String())
 	case !t.replicating(p.Name):
 		return blocked("it does not replicate from " + p.Name + " yet")
 	}
@@ -280,8 +280,9 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 			continue
 		}
 		// Gather reads the primary last, so a replica's executed set can only lack the
-		// primary's transactions, never have more: anything more is errant.
-		if errant := r.Executed.Subtract(p.Executed); !errant.IsEmpty() {
+		// primary's transactions, never have more (but for one in flight, see
+		// errantAgainst): anything more is errant.
+		if errant := r.errantAgainst(p); !errant.IsEmpty() {
 			if in.Reclone[r.Name] {
 				d.Actions = append(d.Actions, Action{Kind: ActClone, Target: r.Name, From: p.Name})
 				d.State, d.Reason = StateCloning, ReasonCloning

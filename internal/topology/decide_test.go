@@ -17,21 +17,24 @@ const (
 
 func set(s string) gtid.Set { return gtid.MustParse(s) }
 
+// uuid is the server_uuid of the instance of index idx.
+func uuid(idx int) string { return []string{u1, u2, u3, "", ""}[idx] }
+
 // primary is a healthy writable semi-sync primary with transactions 1-n of u1.
 func primary(name string, idx int, executed string) Instance {
-	return Instance{Name: name, Index: idx, Reachable: true, Writable: true, Executed: set(executed),
+	return Instance{Name: name, Index: idx, UUID: uuid(idx), Reachable: true, Writable: true, Executed: set(executed),
 		Purged: set(""), SemiSyncSource: true}
 }
 
 // replica replicates from source with both threads running and semi-sync on.
 func replica(name string, idx int, source, executed string) Instance {
-	return Instance{Name: name, Index: idx, Reachable: true, Executed: set(executed), Purged: set(""),
+	return Instance{Name: name, Index: idx, UUID: uuid(idx), Reachable: true, Executed: set(executed), Purged: set(""),
 		Received: set(executed), Source: source, IORunning: true, SQLRunning: true, SemiSyncReplica: true}
 }
 
 // fresh is a new, empty, read-only instance that never replicated.
 func fresh(name string, idx int) Instance {
-	return Instance{Name: name, Index: idx, Reachable: true, Executed: set(""), Purged: set("")}
+	return Instance{Name: name, Index: idx, UUID: uuid(idx), Reachable: true, Executed: set(""), Purged: set("")}
 }
 
 func down(name string, idx int, for_ time.Duration) Instance {
@@ -125,6 +128,12 @@ func TestDecide(t *testing.T) {
 		{"a returning old primary with errant transactions is isolated, not replicated", input("db-1", with(primary("db-0", 0, u1+":1-11"), func(i *Instance) { i.Writable = false }), with(primary("db-1", 1, u1+":1-10"), func(i *Instance) {}), replica("db-2", 2, "db-1", u1+":1-10")),
 			want{state: StateErrant, reason: ReasonErrant, primary: "db-1", message: u1 + ":11",
 				roles: map[string]Role{"db-0": RoleNone, "db-1": RolePrimary, "db-2": RoleReplica}}},
+		{"a replica that applied the primary's transaction before the primary's own commit is not errant",
+			input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed, i.Received = set(u1+":1-11"), set(u1+":1-11") }), h[2]),
+			want{state: StateHealthy, reason: ReasonHealthy, primary: "db-0", healthy: true}},
+		{"switchover to a replica ahead by the primary's transaction in flight goes ahead",
+			withDesired(input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed, i.Received = set(u1+":1-11"), set(u1+":1-11") }), h[2]), "db-1"),
+			want{state: StateSwitchover, primary: "db-1", actions: []Action{{Kind: ActSwitchover, Target: "db-1", From: "db-0"}}}},
 		{"an errant replica that replicates is isolated", input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed = set(u1 + ":1-10," + u2 + ":1") }), h[2]),
 			want{state: StateErrant, reason: ReasonErrant, primary: "db-0", actions: []Action{{Kind: ActIsolate, Target: "db-1"}}}},
 		{"an errant replica the user allowed is re-cloned", withReclone(input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed = set(u1 + ":1-10," + u2 + ":1") }), h[2]), "db-1"),

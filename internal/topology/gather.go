@@ -185,6 +185,7 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 func fill(inst *Instance, st *mysql.Status) error {
 	var err error
 	inst.Reachable = true
+	inst.UUID = strings.ToLower(st.ServerUUID)
 	inst.Writable = !st.ReadOnly && !st.SuperReadOnly
 	if inst.Executed, err = gtid.Parse(st.GTIDExecuted); err != nil {
 		return err

@@ -15,6 +15,8 @@ import (
 type Instance struct {
 	Name  string
 	Index int
+	// UUID is its server_uuid, in lower case ("" when unreachable).
+	UUID string
 	// Reachable means its status could be read; Error says why not.
 	Reachable bool
 	Error     string
@@ -38,6 +40,16 @@ type Instance struct {
 // replicating reports whether the instance applies from source with both threads running.
 func (i *Instance) replicating(source string) bool {
 	return i.Source == source && i.IORunning && i.SQLRunning
+}
+
+// errantAgainst is what the instance executed that primary p did not: transactions
+// nobody but the instance itself (or a former primary) can have written. The primary's own
+// transactions are left out: with semi-sync's AFTER_SYNC wait point a replica can receive
+// and apply one between the primary's acknowledgement and its engine commit, so that it is
+// in the replica's executed set before the primary's, though it is in the primary's
+// binary log (sync_binlog=1) and on its way.
+func (i *Instance) errantAgainst(p *Instance) gtid.Set {
+	return i.Executed.Subtract(p.Executed).WithoutSource(p.UUID)
 }
 
 // has is everything the instance holds or has been sent: what a promotion must apply first.
