@@ -116,7 +116,7 @@ func podTemplate(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) corev1.PodTe
 }
 
 // dnsOptions bound how long mysqld waits on one name lookup (the C library's default is 5
-// s a try, up to 20 s in all). A replica's receiver looks its source's name up on every
+// s a try; a replica was seen failing one after 20 s). A replica's receiver looks its source's name up on every
 // connection attempt; after a node that ran a cluster DNS replica is lost, a lookup sent
 // to that replica is never answered until Kubernetes marks the node NotReady, and a
 // replica that waits 20 s on it holds up a new primary's semi-synchronous commits. Each

@@ -44,10 +44,10 @@ func (i *Instance) replicating(source string) bool {
 
 // errantAgainst is what the instance executed that primary p did not: transactions
 // nobody but the instance itself (or a former primary) can have written. The primary's own
-// transactions are left out: with semi-sync's AFTER_SYNC wait point a replica can receive
-// and apply one between the primary's acknowledgement and its engine commit, so that it is
-// in the replica's executed set before the primary's, though it is in the primary's
-// binary log (sync_binlog=1) and on its way.
+// transactions are left out: a GTID of p's server_uuid can only come from p's binary log.
+// On the real-node ground a replica was read holding one that p's later read lacked, right
+// after a failover; the likely window is semi-sync's AFTER_SYNC point, where the replica
+// can apply a transaction between p receiving the acknowledgement and p's engine commit.
 func (i *Instance) errantAgainst(p *Instance) gtid.Set {
 	return i.Executed.Subtract(p.Executed).WithoutSource(p.UUID)
 }

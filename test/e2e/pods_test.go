@@ -205,11 +205,13 @@ func normalise(v string) string {
 	return v
 }
 
+// clusterOf is the cluster a StatefulSet pod belongs to (its name less the ordinal).
+func clusterOf(pod string) string { return pod[:strings.LastIndex(pod, "-")] }
+
 // dbOf opens a root connection to an instance (closed at the test's end).
 func dbOf(t *testing.T, ns, pod string) *sql.DB {
 	t.Helper()
-	cluster := pod[:strings.LastIndex(pod, "-")]
-	d, err := g.DB(context.Background(), ns, cluster, pod)
+	d, err := g.DB(context.Background(), ns, clusterOf(pod), pod)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d

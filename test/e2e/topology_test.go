@@ -90,12 +90,11 @@ JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan
 // that. A read that fails (a connection cut by the failover) is retried for a bounded time.
 func requireNoLostWrites(t *testing.T, ns, pod string, acks []workload.Ack) {
 	t.Helper()
-	cluster := pod[:strings.LastIndex(pod, "-")]
 	var lost []int
 	waitFor(t, 30*time.Second, "the acknowledged writes to be read from "+pod, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		d, err := g.PodDB(ctx, ns, cluster, pod)
+		d, err := g.PodDB(ctx, ns, clusterOf(pod), pod)
 		if err != nil {
 			return err
 		}
