@@ -18,13 +18,12 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
-	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
 )
 
 // validate refuses a spec the webhook would have refused: with webhooks off (or an
 // object stored before a rule existed) the reconciler must not build from it.
 func validate(c *mysqlv1beta1.MySQLCluster) error {
-	if errs := webhookv1beta1.ValidateMySQLCluster(c); len(errs) > 0 {
+	if errs := c.Validate(); len(errs) > 0 {
 		return fmt.Errorf("the cluster's spec is invalid: %w", errs.ToAggregate())
 	}
 	return nil

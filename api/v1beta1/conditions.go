@@ -44,6 +44,24 @@ const (
 	ReasonBackupTargetNotFound = "BackupTargetNotFound"
 )
 
+// Reasons of the topology manager (ReplicationHealthy and Degraded conditions, Events).
+const (
+	ReasonWaitingForInstances = "WaitingForInstances"
+	ReasonBootstrap           = "Bootstrap"
+	ReasonInstancesDiverged   = "InstancesDiverged"
+	ReasonFailoverDisabled    = "FailoverDisabled"
+	ReasonFailoverBlocked     = "FailoverBlocked"
+	ReasonNoFailoverCandidate = "NoFailoverCandidate"
+	ReasonSwitchoverBlocked   = "SwitchoverBlocked"
+	ReasonRogueWriterFenced   = "RogueWriterFenced"
+	ReasonCloning             = "Cloning"
+	ReasonInstanceUnreachable = "InstanceUnreachable"
+	ReasonConfiguring         = "Configuring"
+	// ReasonTopologyFailed: the topology manager could not read what it needs from the
+	// API server (the message says what), or a pass failed.
+	ReasonTopologyFailed = "TopologyFailed"
+)
+
 // ClusterPhase is a one-word summary of a MySQLCluster for humans and printer columns;
 // automation should read the conditions.
 // +kubebuilder:validation:Enum=Pending;Provisioning;Ready;Updating;Degraded;Failed;Paused;Deleting

@@ -21,11 +21,20 @@ const (
 	// which is what rolls the StatefulSet.
 	AnnotationConfigHash = "mysql.dolphin-operator.io/config-hash"
 
-	RolePrimary = "primary"
-	RoleReplica = "replica"
-
 	// ManagedBy is the value of app.kubernetes.io/managed-by on everything the operator makes.
 	ManagedBy = "dolphin-operator"
+)
+
+// Role is an instance's role label (LabelRole): which Service routes to it. The topology
+// manager sets it; the primary and replicas Services select on it.
+type Role string
+
+// Roles.
+const (
+	RolePrimary Role = "primary"
+	RoleReplica Role = "replica"
+	// RoleNone: in no Service (unreachable, being cloned, isolated, or not yet configured).
+	RoleNone Role = "none"
 )
 
 // Component values.

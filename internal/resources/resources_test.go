@@ -174,14 +174,14 @@ func TestServices(t *testing.T) {
 	for _, tc := range []struct {
 		svc      *corev1.Service
 		name     string
-		role     string
+		role     Role
 		headless bool
 	}{
 		{HeadlessService(c), "db-instances", "", true},
 		{PrimaryService(c), "db-primary", RolePrimary, false},
 		{ReplicasService(c), "db-replicas", RoleReplica, false},
 	} {
-		if tc.svc.Name != tc.name || tc.svc.Spec.Selector[LabelRole] != tc.role || tc.svc.Spec.Selector[LabelInstance] != "db" {
+		if tc.svc.Name != tc.name || tc.svc.Spec.Selector[LabelRole] != string(tc.role) || tc.svc.Spec.Selector[LabelInstance] != "db" {
 			t.Errorf("%s: %+v", tc.name, tc.svc.Spec)
 		}
 		if (tc.svc.Spec.ClusterIP == corev1.ClusterIPNone) != tc.headless {

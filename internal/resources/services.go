@@ -20,12 +20,12 @@ func HeadlessService(c *mysqlv1beta1.MySQLCluster) *corev1.Service {
 
 // PrimaryService is read-write: it selects the one pod the topology manager labelled primary.
 func PrimaryService(c *mysqlv1beta1.MySQLCluster) *corev1.Service {
-	return service(c, PrimaryServiceName(c), merge(SelectorLabels(c), map[string]string{LabelRole: RolePrimary}), mysqlPort())
+	return service(c, PrimaryServiceName(c), merge(SelectorLabels(c), map[string]string{LabelRole: string(RolePrimary)}), mysqlPort())
 }
 
 // ReplicasService is read-only: it balances over the pods labelled replica.
 func ReplicasService(c *mysqlv1beta1.MySQLCluster) *corev1.Service {
-	return service(c, ReplicasServiceName(c), merge(SelectorLabels(c), map[string]string{LabelRole: RoleReplica}), mysqlPort())
+	return service(c, ReplicasServiceName(c), merge(SelectorLabels(c), map[string]string{LabelRole: string(RoleReplica)}), mysqlPort())
 }
 
 // MetricsService exposes the exporter of every instance; nil when the exporter is off.

@@ -5,26 +5,9 @@ import (
 	"sort"
 	"strings"
 	"time"
-)
 
-// Reasons, for the ReplicationHealthy condition and events.
-const (
-	ReasonHealthy            = "ReplicationHealthy"
-	ReasonWaiting            = "WaitingForInstances"
-	ReasonBootstrap          = "Bootstrap"
-	ReasonDiverged           = "InstancesDiverged"
-	ReasonPrimaryUnreachable = "PrimaryUnavailable"
-	ReasonFailover           = "Failover"
-	ReasonFailoverDisabled   = "FailoverDisabled"
-	ReasonNoCandidate        = "NoFailoverCandidate"
-	ReasonSwitchover         = "Switchover"
-	ReasonSwitchoverBlocked  = "SwitchoverBlocked"
-	ReasonRogueWriter        = "RogueWriterFenced"
-	ReasonErrant             = "ErrantTransactions"
-	ReasonCloning            = "Cloning"
-	ReasonReplicaDown        = "InstanceUnreachable"
-	ReasonReplicationBroken  = "ReplicationBroken"
-	ReasonConfiguring        = "Configuring"
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 // Decide is the whole policy: from what gather read, the state of the cluster and the actions
@@ -49,7 +32,7 @@ func Decide(in Input) Decision {
 // instances start together), and only an instance that holds every transaction any other
 // holds, so that none becomes errant.
 func bootstrap(in Input) Decision {
-	d := Decision{Roles: roles(in, RoleNone)}
+	d := Decision{Roles: roles(in, resources.RoleNone)}
 	var down []string
 	for _, i := range in.Instances {
 		if !i.Reachable {
@@ -57,21 +40,21 @@ func bootstrap(in Input) Decision {
 		}
 	}
 	if len(in.Instances) == 0 || len(down) > 0 {
-		d.State, d.Reason = StateIncomplete, ReasonWaiting
+		d.State, d.Reason = StateIncomplete, mysqlv1beta1.ReasonWaitingForInstances
 		d.Message = "waiting for every instance to answer before electing the first primary: " + strings.Join(down, ", ")
 		d.RequeueAfter = 2 * time.Second
 		return d
 	}
 	cand := mostAdvanced(in.Instances, in.Desired)
 	if cand == nil {
-		d.State, d.Reason = StateErrant, ReasonDiverged
+		d.State, d.Reason = StateErrant, mysqlv1beta1.ReasonInstancesDiverged
 		d.Message = "no instance holds every transaction the others hold; choose the primary and re-clone the others by hand"
 		return d
 	}
-	d.State, d.Reason, d.Primary = StateBootstrapping, ReasonBootstrap, cand.Name
+	d.State, d.Reason, d.Primary = StateBootstrapping, mysqlv1beta1.ReasonBootstrap, cand.Name
 	d.Message = "electing " + cand.Name + " as the first primary"
 	d.Actions = []Action{{Kind: ActBootstrap, Target: cand.Name}}
-	d.Roles[cand.Name] = RolePrimary
+	d.Roles[cand.Name] = resources.RolePrimary
 	return d
 }
 
@@ -102,18 +85,18 @@ func mostAdvanced(instances []Instance, preferred string) *Instance {
 // wait out the detection delay, freeze every replica's receiver, then promote the replica
 // that received the most, after it has applied all of it.
 func primaryDown(in Input, p *Instance) Decision {
-	d := Decision{Roles: roles(in, RoleNone)}
+	d := Decision{Roles: roles(in, resources.RoleNone)}
 	name := in.Primary
 	if p != nil && !in.FailoverEnabled {
-		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, ReasonFailoverDisabled, name
+		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonFailoverDisabled, name
 		d.Message = fmt.Sprintf("primary %s is unreachable (%s) and automatic failover is disabled", name, p.Error)
 		d.RequeueAfter = 5 * time.Second
 		markReplicas(in, &d, name)
 		return d
 	}
 	if p != nil && p.UnreachableFor < in.DetectionDelay {
-		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, ReasonPrimaryUnreachable, name
-		d.Roles[name] = RolePrimary
+		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonPrimaryUnavailable, name
+		d.Roles[name] = resources.RolePrimary
 		d.Message = fmt.Sprintf("primary %s unreachable for %s (%s); failover after %s", name,
 			p.UnreachableFor.Round(time.Millisecond), p.Error, in.DetectionDelay)
 		d.RequeueAfter = in.DetectionDelay - p.UnreachableFor
@@ -128,9 +111,9 @@ func primaryDown(in Input, p *Instance) Decision {
 			cands = append(cands, i)
 		}
 	}
-	d.State, d.Reason = StateFailover, ReasonFailover
+	d.State, d.Reason = StateFailover, mysqlv1beta1.ReasonFailover
 	if len(cands) == 0 {
-		d.State, d.Reason = StateLost, ReasonNoCandidate
+		d.State, d.Reason = StateLost, mysqlv1beta1.ReasonNoFailoverCandidate
 		d.Message = fmt.Sprintf("primary %s is lost and no replica can replace it", name)
 		d.RequeueAfter = 5 * time.Second
 		return d
@@ -149,12 +132,12 @@ func primaryDown(in Input, p *Instance) Decision {
 	}
 	best := mostAdvanced(cands, in.Desired)
 	if best == nil {
-		d.State, d.Reason = StateErrant, ReasonDiverged
+		d.State, d.Reason = StateErrant, mysqlv1beta1.ReasonInstancesDiverged
 		d.Message = fmt.Sprintf("primary %s lost and the replicas received diverging transactions; promote one by hand", name)
 		return d
 	}
 	d.Primary = best.Name
-	d.Roles[best.Name] = RolePrimary
+	d.Roles[best.Name] = resources.RolePrimary
 	d.Actions = []Action{{Kind: ActPromote, Target: best.Name, From: name, WaitFor: best.has(), Failover: true}}
 	d.Message = fmt.Sprintf("primary %s lost: promoting %s (%d transactions)", name, best.Name, best.has().Count())
 	d.RequeueAfter = time.Millisecond
@@ -166,7 +149,7 @@ func primaryDown(in Input, p *Instance) Decision {
 func markReplicas(in Input, d *Decision, primary string) {
 	for _, i := range in.Instances {
 		if i.Name != primary && i.Reachable && i.Source == primary && i.SQLRunning && !i.Writable {
-			d.Roles[i.Name] = RoleReplica
+			d.Roles[i.Name] = resources.RoleReplica
 		}
 	}
 }
@@ -174,31 +157,31 @@ func markReplicas(in Input, d *Decision, primary string) {
 // primaryUp handles a reachable recorded primary: fence anyone else writable, finish a
 // promotion or a switchover, then make every replica replicate from it.
 func primaryUp(in Input, p *Instance) Decision {
-	d := Decision{Primary: p.Name, Roles: roles(in, RoleNone), State: StateHealthy, Reason: ReasonHealthy}
+	d := Decision{Primary: p.Name, Roles: roles(in, resources.RoleNone), State: StateHealthy, Reason: mysqlv1beta1.ReasonReplicationHealthy}
 	var notes []string
 	for _, i := range in.Instances {
 		if i.Name != p.Name && i.Reachable && i.Writable {
 			d.Actions = append(d.Actions, Action{Kind: ActFence, Target: i.Name})
-			d.State, d.Reason = StateDegraded, ReasonRogueWriter
+			d.State, d.Reason = StateDegraded, mysqlv1beta1.ReasonRogueWriterFenced
 			notes = append(notes, i.Name+" was writable and has been fenced")
 		}
 	}
 	if !p.Writable || p.Source != "" {
 		d.Actions = append(d.Actions, promote(in, p))
-		d.State, d.Reason = StateFailover, ReasonConfiguring
+		d.State, d.Reason = StateFailover, mysqlv1beta1.ReasonConfiguring
 		d.Message = "making " + p.Name + " writable once it has applied everything it received"
-		d.Roles[p.Name] = RolePrimary
+		d.Roles[p.Name] = resources.RolePrimary
 		d.RequeueAfter = time.Millisecond
 		return d
 	}
-	d.Roles[p.Name] = RolePrimary
+	d.Roles[p.Name] = resources.RolePrimary
 	if p.SemiSyncSource != in.SemiSync {
 		d.Actions = append(d.Actions, Action{Kind: ActConfigurePrimary, Target: p.Name})
 	}
 	if sw, ok := switchover(in, p, &d); ok {
 		d.Actions = append(d.Actions, sw...)
 		markReplicas(in, &d, p.Name)
-		d.Roles[p.Name], d.Roles[sw[0].Target] = RoleNone, RolePrimary
+		d.Roles[p.Name], d.Roles[sw[0].Target] = resources.RoleNone, resources.RolePrimary
 		return d
 	}
 	// A blocked switchover's note comes first; a worse state found below still wins.
@@ -242,7 +225,7 @@ func switchover(in Input, p *Instance, d *Decision) ([]Action, bool) {
 		}
 	}
 	blocked := func(why string) ([]Action, bool) {
-		d.State, d.Reason = StateDegraded, ReasonSwitchoverBlocked
+		d.State, d.Reason = StateDegraded, mysqlv1beta1.ReasonSwitchoverBlocked
 		d.Message = "switchover to " + in.Desired + " waits: " + why
 		return nil, false
 	}
@@ -256,7 +239,7 @@ func switchover(in Input, p *Instance, d *Decision) ([]Action, bool) {
 	case !t.replicating(p.Name):
 		return blocked("it does not replicate from " + p.Name + " yet")
 	}
-	d.State, d.Reason, d.Primary = StateSwitchover, ReasonSwitchover, t.Name
+	d.State, d.Reason, d.Primary = StateSwitchover, mysqlv1beta1.ReasonSwitchover, t.Name
 	d.Message = fmt.Sprintf("switching over from %s to %s", p.Name, t.Name)
 	d.RequeueAfter = time.Millisecond
 	return []Action{{Kind: ActSwitchover, Target: t.Name, From: p.Name}}, true
@@ -276,7 +259,7 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 			continue
 		}
 		if !r.Reachable {
-			degrade(ReasonReplicaDown, fmt.Sprintf("%s is unreachable (%s)", r.Name, r.Error))
+			degrade(mysqlv1beta1.ReasonInstanceUnreachable, fmt.Sprintf("%s is unreachable (%s)", r.Name, r.Error))
 			continue
 		}
 		// Gather reads the primary last, so a replica's executed set can only lack the
@@ -285,14 +268,14 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 		if errant := r.errantAgainst(p); !errant.IsEmpty() {
 			if in.Reclone[r.Name] {
 				d.Actions = append(d.Actions, Action{Kind: ActClone, Target: r.Name, From: p.Name})
-				d.State, d.Reason = StateCloning, ReasonCloning
+				d.State, d.Reason = StateCloning, mysqlv1beta1.ReasonCloning
 				notes = append(notes, r.Name+" is re-cloned from "+p.Name+", discarding errant transactions "+errant.String())
 				continue
 			}
 			if r.IORunning || r.SQLRunning {
 				d.Actions = append(d.Actions, Action{Kind: ActIsolate, Target: r.Name})
 			}
-			d.State, d.Reason = StateErrant, ReasonErrant
+			d.State, d.Reason = StateErrant, mysqlv1beta1.ReasonErrantTransactions
 			notes = append(notes, fmt.Sprintf("%s holds errant transactions %s; it is kept out of service "+
 				"(annotate the cluster with mysql.dolphin-operator.io/reclone=%s to re-clone it)", r.Name, errant, r.Name))
 			continue
@@ -301,7 +284,7 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 		if !missing.Intersect(p.Purged).IsEmpty() {
 			d.Actions = append(d.Actions, Action{Kind: ActClone, Target: r.Name, From: p.Name})
 			if d.State != StateErrant {
-				d.State, d.Reason = StateCloning, ReasonCloning
+				d.State, d.Reason = StateCloning, mysqlv1beta1.ReasonCloning
 			}
 			notes = append(notes, r.Name+" lacks transactions "+p.Name+" no longer has in its binary log: cloning it")
 			continue
@@ -311,23 +294,23 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 			why := "configuring replication from " + p.Name
 			if r.ReplicationError != "" {
 				why = "replication stopped (" + r.ReplicationError + "); restarting it"
-				degrade(ReasonReplicationBroken, r.Name+": "+why)
+				degrade(mysqlv1beta1.ReasonReplicationBroken, r.Name+": "+why)
 			} else {
 				notes = append(notes, r.Name+": "+why)
 				if d.State == StateHealthy {
-					d.State, d.Reason = StateDegraded, ReasonConfiguring
+					d.State, d.Reason = StateDegraded, mysqlv1beta1.ReasonConfiguring
 				}
 			}
 			continue
 		}
-		d.Roles[r.Name] = RoleReplica
+		d.Roles[r.Name] = resources.RoleReplica
 	}
 	sort.Strings(notes)
 	return notes
 }
 
-func roles(in Input, r Role) map[string]Role {
-	out := make(map[string]Role, len(in.Instances))
+func roles(in Input, r resources.Role) map[string]resources.Role {
+	out := make(map[string]resources.Role, len(in.Instances))
 	for _, i := range in.Instances {
 		out[i.Name] = r
 	}

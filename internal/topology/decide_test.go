@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 const (
@@ -57,7 +59,7 @@ type want struct {
 	actions []Action
 	primary string
 	healthy bool
-	roles   map[string]Role
+	roles   map[string]resources.Role
 	message string
 }
 
@@ -70,10 +72,10 @@ func TestDecide(t *testing.T) {
 	}{
 		// Bootstrap.
 		{"bootstrap waits for every instance", input("", fresh("db-0", 0), down("db-1", 1, time.Second), fresh("db-2", 2)),
-			want{state: StateIncomplete, reason: ReasonWaiting, message: "db-1"}},
+			want{state: StateIncomplete, reason: mysqlv1beta1.ReasonWaitingForInstances, message: "db-1"}},
 		{"bootstrap of empty instances elects the first", input("", fresh("db-0", 0), fresh("db-1", 1), fresh("db-2", 2)),
 			want{state: StateBootstrapping, primary: "db-0", actions: []Action{{Kind: ActBootstrap, Target: "db-0"}},
-				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleNone, "db-2": RoleNone}}},
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleNone, "db-2": resources.RoleNone}}},
 		{"bootstrap honours spec.primary when it is as advanced", withDesired(input("", fresh("db-0", 0), fresh("db-1", 1)), "db-1"),
 			want{state: StateBootstrapping, primary: "db-1", actions: []Action{{Kind: ActBootstrap, Target: "db-1"}}}},
 		{"bootstrap elects the instance that has data", input("", fresh("db-0", 0), with(fresh("db-1", 1), func(i *Instance) { i.Executed = set(u2 + ":1-5") })),
@@ -81,15 +83,15 @@ func TestDecide(t *testing.T) {
 		{"bootstrap ignores spec.primary that lacks data", withDesired(input("", fresh("db-0", 0), with(fresh("db-1", 1), func(i *Instance) { i.Executed = set(u2 + ":1") })), "db-0"),
 			want{state: StateBootstrapping, primary: "db-1", actions: []Action{{Kind: ActBootstrap, Target: "db-1"}}}},
 		{"bootstrap refuses diverged instances", input("", with(fresh("db-0", 0), func(i *Instance) { i.Executed = set(u1 + ":1") }), with(fresh("db-1", 1), func(i *Instance) { i.Executed = set(u2 + ":1") })),
-			want{state: StateErrant, reason: ReasonDiverged}},
+			want{state: StateErrant, reason: mysqlv1beta1.ReasonInstancesDiverged}},
 		{"bootstrap of one instance", input("", fresh("db-0", 0)),
 			want{state: StateBootstrapping, primary: "db-0", actions: []Action{{Kind: ActBootstrap, Target: "db-0"}}}},
-		{"no instances", input(""), want{state: StateIncomplete, reason: ReasonWaiting}},
+		{"no instances", input(""), want{state: StateIncomplete, reason: mysqlv1beta1.ReasonWaitingForInstances}},
 
 		// Steady state.
 		{"healthy three instances", input("db-0", h...),
-			want{state: StateHealthy, reason: ReasonHealthy, primary: "db-0", healthy: true,
-				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleReplica, "db-2": RoleReplica}}},
+			want{state: StateHealthy, reason: mysqlv1beta1.ReasonReplicationHealthy, primary: "db-0", healthy: true,
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleReplica, "db-2": resources.RoleReplica}}},
 		{"healthy single instance without semi-sync", Input{Instances: []Instance{with(primary("db-0", 0, u1+":1"), func(i *Instance) { i.SemiSyncSource = false })}, Primary: "db-0", FailoverEnabled: true},
 			want{state: StateHealthy, primary: "db-0", healthy: true}},
 		{"semi-sync off on the primary is switched on", input("db-0", with(h[0], func(i *Instance) { i.SemiSyncSource = false }), h[1], h[2]),
@@ -98,13 +100,13 @@ func TestDecide(t *testing.T) {
 			want{primary: "db-0", actions: []Action{{Kind: ActConfigurePrimary, Target: "db-0"},
 				{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}}}},
 		{"new replicas are configured", input("db-0", h[0], fresh("db-1", 1), fresh("db-2", 2)),
-			want{state: StateDegraded, reason: ReasonConfiguring, primary: "db-0", actions: []Action{
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonConfiguring, primary: "db-0", actions: []Action{
 				{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}},
-				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleNone, "db-2": RoleNone}}},
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleNone, "db-2": resources.RoleNone}}},
 		{"a replica with a stopped IO thread is restarted", input("db-0", h[0], with(h[1], func(i *Instance) { i.IORunning = false }), h[2]),
 			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"a replica with an SQL error is reported and restarted", input("db-0", h[0], with(h[1], func(i *Instance) { i.SQLRunning = false; i.ReplicationError = "1062: Duplicate entry" }), h[2]),
-			want{state: StateDegraded, reason: ReasonReplicationBroken, primary: "db-0", message: "1062",
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonReplicationBroken, primary: "db-0", message: "1062",
 				actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"a replica pointed at another instance is repointed", input("db-0", h[0], with(h[1], func(i *Instance) { i.Source = "db-2" }), h[2]),
 			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
@@ -113,33 +115,33 @@ func TestDecide(t *testing.T) {
 		{"a replica without semi-sync is reconfigured", input("db-0", h[0], with(h[1], func(i *Instance) { i.SemiSyncReplica = false }), h[2]),
 			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"an unreachable replica degrades without action", input("db-0", h[0], down("db-1", 1, time.Minute), h[2]),
-			want{state: StateDegraded, reason: ReasonReplicaDown, primary: "db-0", message: "db-1 is unreachable",
-				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleNone, "db-2": RoleReplica}}},
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonInstanceUnreachable, primary: "db-0", message: "db-1 is unreachable",
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleNone, "db-2": resources.RoleReplica}}},
 		{"a lagging replica is healthy", input("db-0", h[0], h[1], replica("db-2", 2, "db-0", u1+":1-3")),
 			want{state: StateHealthy, primary: "db-0", healthy: true}},
 
 		// Fencing.
 		{"a writable replica is fenced", input("db-0", h[0], with(h[1], func(i *Instance) { i.Writable = true }), h[2]),
-			want{state: StateDegraded, reason: ReasonRogueWriter, primary: "db-0", actions: []Action{
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonRogueWriterFenced, primary: "db-0", actions: []Action{
 				{Kind: ActFence, Target: "db-1"}, {Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"a returning old primary is fenced before anything else", input("db-1", with(primary("db-0", 0, u1+":1-10"), func(i *Instance) {}), primary("db-1", 1, u1+":1-10"), replica("db-2", 2, "db-1", u1+":1-10")),
-			want{state: StateDegraded, reason: ReasonRogueWriter, primary: "db-1", actions: []Action{
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonRogueWriterFenced, primary: "db-1", actions: []Action{
 				{Kind: ActFence, Target: "db-0"}, {Kind: ActConfigureReplica, Target: "db-0", From: "db-1"}}}},
 		{"a returning old primary with errant transactions is isolated, not replicated", input("db-1", with(primary("db-0", 0, u1+":1-11"), func(i *Instance) { i.Writable = false }), with(primary("db-1", 1, u1+":1-10"), func(i *Instance) {}), replica("db-2", 2, "db-1", u1+":1-10")),
-			want{state: StateErrant, reason: ReasonErrant, primary: "db-1", message: u1 + ":11",
-				roles: map[string]Role{"db-0": RoleNone, "db-1": RolePrimary, "db-2": RoleReplica}}},
+			want{state: StateErrant, reason: mysqlv1beta1.ReasonErrantTransactions, primary: "db-1", message: u1 + ":11",
+				roles: map[string]resources.Role{"db-0": resources.RoleNone, "db-1": resources.RolePrimary, "db-2": resources.RoleReplica}}},
 		{"a replica that applied the primary's transaction before the primary's own commit is not errant",
 			input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed, i.Received = set(u1+":1-11"), set(u1+":1-11") }), h[2]),
-			want{state: StateHealthy, reason: ReasonHealthy, primary: "db-0", healthy: true}},
+			want{state: StateHealthy, reason: mysqlv1beta1.ReasonReplicationHealthy, primary: "db-0", healthy: true}},
 		{"switchover to a replica ahead by the primary's transaction in flight goes ahead",
 			withDesired(input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed, i.Received = set(u1+":1-11"), set(u1+":1-11") }), h[2]), "db-1"),
 			want{state: StateSwitchover, primary: "db-1", actions: []Action{{Kind: ActSwitchover, Target: "db-1", From: "db-0"}}}},
 		{"an errant replica that replicates is isolated", input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed = set(u1 + ":1-10," + u2 + ":1") }), h[2]),
-			want{state: StateErrant, reason: ReasonErrant, primary: "db-0", actions: []Action{{Kind: ActIsolate, Target: "db-1"}}}},
+			want{state: StateErrant, reason: mysqlv1beta1.ReasonErrantTransactions, primary: "db-0", actions: []Action{{Kind: ActIsolate, Target: "db-1"}}}},
 		{"an errant replica the user allowed is re-cloned", withReclone(input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed = set(u1 + ":1-10," + u2 + ":1") }), h[2]), "db-1"),
-			want{state: StateCloning, reason: ReasonCloning, primary: "db-0", actions: []Action{{Kind: ActClone, Target: "db-1", From: "db-0"}}}},
+			want{state: StateCloning, reason: mysqlv1beta1.ReasonCloning, primary: "db-0", actions: []Action{{Kind: ActClone, Target: "db-1", From: "db-0"}}}},
 		{"a replica missing purged transactions is cloned", input("db-0", with(h[0], func(i *Instance) { i.Purged = set(u1 + ":1-5") }), fresh("db-1", 1), h[2]),
-			want{state: StateCloning, reason: ReasonCloning, primary: "db-0", actions: []Action{{Kind: ActClone, Target: "db-1", From: "db-0"}}}},
+			want{state: StateCloning, reason: mysqlv1beta1.ReasonCloning, primary: "db-0", actions: []Action{{Kind: ActClone, Target: "db-1", From: "db-0"}}}},
 		{"a replica missing only unpurged transactions replicates", input("db-0", with(h[0], func(i *Instance) { i.Purged = set(u1 + ":1-5") }), h[1], replica("db-2", 2, "db-0", u1+":1-7")),
 			want{state: StateHealthy, primary: "db-0", healthy: true}},
 
@@ -153,30 +155,30 @@ func TestDecide(t *testing.T) {
 
 		// Switchover.
 		{"switchover to a healthy replica", withDesired(input("db-0", h...), "db-1"),
-			want{state: StateSwitchover, reason: ReasonSwitchover, primary: "db-1", actions: []Action{{Kind: ActSwitchover, Target: "db-1", From: "db-0"}},
-				roles: map[string]Role{"db-0": RoleNone, "db-1": RolePrimary, "db-2": RoleReplica}}},
+			want{state: StateSwitchover, reason: mysqlv1beta1.ReasonSwitchover, primary: "db-1", actions: []Action{{Kind: ActSwitchover, Target: "db-1", From: "db-0"}},
+				roles: map[string]resources.Role{"db-0": resources.RoleNone, "db-1": resources.RolePrimary, "db-2": resources.RoleReplica}}},
 		{"switchover to the current primary is nothing", withDesired(input("db-0", h...), "db-0"),
 			want{state: StateHealthy, primary: "db-0", healthy: true}},
 		{"switchover to an unknown instance is blocked", withDesired(input("db-0", h...), "db-7"),
-			want{state: StateDegraded, reason: ReasonSwitchoverBlocked, primary: "db-0", message: "no such instance"}},
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonSwitchoverBlocked, primary: "db-0", message: "no such instance"}},
 		{"switchover to an unreachable instance is blocked", withDesired(input("db-0", h[0], down("db-1", 1, time.Second), h[2]), "db-1"),
-			want{state: StateDegraded, reason: ReasonReplicaDown, primary: "db-0", message: "switchover to db-1 waits: it is unreachable"}},
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonInstanceUnreachable, primary: "db-0", message: "switchover to db-1 waits: it is unreachable"}},
 		{"switchover to an errant instance is blocked", withDesired(input("db-0", h[0], with(h[1], func(i *Instance) { i.Executed = set(u1 + ":1-10," + u2 + ":1") }), h[2]), "db-1"),
-			want{state: StateErrant, reason: ReasonErrant, primary: "db-0", message: "switchover to db-1 waits: it holds errant",
+			want{state: StateErrant, reason: mysqlv1beta1.ReasonErrantTransactions, primary: "db-0", message: "switchover to db-1 waits: it holds errant",
 				actions: []Action{{Kind: ActIsolate, Target: "db-1"}}}},
 		{"switchover waits for the target to replicate", withDesired(input("db-0", h[0], with(h[1], func(i *Instance) { i.IORunning = false }), h[2]), "db-1"),
-			want{state: StateDegraded, reason: ReasonSwitchoverBlocked, primary: "db-0", message: "does not replicate",
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonSwitchoverBlocked, primary: "db-0", message: "does not replicate",
 				actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"an interrupted switchover (old primary fenced) goes on", withDesired(input("db-0", with(h[0], func(i *Instance) { i.Writable = false }), h[1], h[2]), "db-1"),
 			want{state: StateFailover, primary: "db-0", actions: []Action{{Kind: ActPromote, Target: "db-0", WaitFor: set(u1 + ":1-10")}}}},
 
 		// Failover.
 		{"primary unreachable within the detection delay", input("db-0", down("db-0", 0, 2*time.Second), h[1], h[2]),
-			want{state: StatePrimaryUnreachable, reason: ReasonPrimaryUnreachable, primary: "db-0",
-				roles: map[string]Role{"db-0": RolePrimary, "db-1": RoleReplica, "db-2": RoleReplica}}},
+			want{state: StatePrimaryUnreachable, reason: mysqlv1beta1.ReasonPrimaryUnavailable, primary: "db-0",
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleReplica, "db-2": resources.RoleReplica}}},
 		{"primary unreachable past the delay: freeze the receivers", input("db-0", down("db-0", 0, 6*time.Second), h[1], h[2]),
-			want{state: StateFailover, reason: ReasonFailover, primary: "db-0", actions: []Action{{Kind: ActFreeze, Target: "db-1"}, {Kind: ActFreeze, Target: "db-2"}},
-				roles: map[string]Role{"db-0": RoleNone, "db-1": RoleNone, "db-2": RoleNone}}},
+			want{state: StateFailover, reason: mysqlv1beta1.ReasonFailover, primary: "db-0", actions: []Action{{Kind: ActFreeze, Target: "db-1"}, {Kind: ActFreeze, Target: "db-2"}},
+				roles: map[string]resources.Role{"db-0": resources.RoleNone, "db-1": resources.RoleNone, "db-2": resources.RoleNone}}},
 		{"frozen replicas: promote the one that received most", input("db-0", down("db-0", 0, 6*time.Second), frozen(replica("db-1", 1, "db-0", u1+":1-9"), u1+":1-10"), frozen(h[2], u1+":1-9")),
 			want{state: StateFailover, primary: "db-1", actions: []Action{{Kind: ActPromote, Target: "db-1", From: "db-0", WaitFor: set(u1 + ":1-10"), Failover: true}}}},
 		{"frozen replicas that received the same: spec.primary wins", withDesired(input("db-0", down("db-0", 0, 6*time.Second), frozen(h[1], u1+":1-10"), frozen(h[2], u1+":1-10")), "db-2"),
@@ -188,12 +190,12 @@ func TestDecide(t *testing.T) {
 		{"failover skips an unreachable replica", input("db-0", down("db-0", 0, 6*time.Second), down("db-1", 1, 6*time.Second), frozen(h[2], u1+":1-9")),
 			want{state: StateFailover, primary: "db-2", actions: []Action{{Kind: ActPromote, Target: "db-2", From: "db-0", WaitFor: set(u1 + ":1-9"), Failover: true}}}},
 		{"failover never promotes an instance that never replicated", input("db-0", down("db-0", 0, 6*time.Second), fresh("db-1", 1), down("db-2", 2, time.Minute)),
-			want{state: StateLost, reason: ReasonNoCandidate}},
+			want{state: StateLost, reason: mysqlv1beta1.ReasonNoFailoverCandidate}},
 		{"failover with diverged replicas stops for a human", input("db-0", down("db-0", 0, 6*time.Second), frozen(h[1], u1+":1-10,"+u2+":1"), frozen(h[2], u1+":1-10,"+u3+":1")),
-			want{state: StateErrant, reason: ReasonDiverged}},
+			want{state: StateErrant, reason: mysqlv1beta1.ReasonInstancesDiverged}},
 		{"failover disabled reports and waits", withoutFailover(input("db-0", down("db-0", 0, time.Hour), h[1], h[2])),
-			want{state: StatePrimaryUnreachable, reason: ReasonFailoverDisabled, primary: "db-0",
-				roles: map[string]Role{"db-0": RoleNone, "db-1": RoleReplica, "db-2": RoleReplica}}},
+			want{state: StatePrimaryUnreachable, reason: mysqlv1beta1.ReasonFailoverDisabled, primary: "db-0",
+				roles: map[string]resources.Role{"db-0": resources.RoleNone, "db-1": resources.RoleReplica, "db-2": resources.RoleReplica}}},
 		{"a recorded primary that no longer exists fails over at once", input("db-5", h[1], h[2]),
 			want{state: StateFailover, actions: []Action{{Kind: ActFreeze, Target: "db-1"}, {Kind: ActFreeze, Target: "db-2"}}}},
 		{"after the promotion the others follow the new primary", input("db-1", down("db-0", 0, 10*time.Second), primary("db-1", 1, u1+":1-10"), frozen(h[2], u1+":1-9")),
@@ -231,7 +233,7 @@ func requireInvariants(t *testing.T, in Input, d Decision) {
 	t.Helper()
 	primaries := 0
 	for _, r := range d.Roles {
-		if r == RolePrimary {
+		if r == resources.RolePrimary {
 			primaries++
 		}
 	}

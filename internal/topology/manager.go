@@ -66,7 +66,7 @@ func (m *Manager) Reconcile(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (
 		// The credentials Secret or the pods are not there yet (the earlier steps create
 		// them): report and look again, not an error.
 		//nolint:nilerr // reported in the status instead
-		return controllers.TopologyStatus{Managed: true, Reason: ReasonWaiting, Message: err.Error(),
+		return controllers.TopologyStatus{Managed: true, Reason: mysqlv1beta1.ReasonWaitingForInstances, Message: err.Error(),
 			RequeueAfter: 2 * time.Second}, nil
 	}
 	in := m.gather(ctx, cl)
@@ -115,7 +115,7 @@ func (m *Manager) Forget(_ context.Context, c *mysqlv1beta1.MySQLCluster) error 
 func status(d Decision) controllers.TopologyStatus {
 	ts := controllers.TopologyStatus{Managed: true, Healthy: d.Healthy, Reason: d.Reason, Message: d.Message,
 		RequeueAfter: d.RequeueAfter}
-	if d.Roles[d.Primary] == RolePrimary && d.State != StateLost {
+	if d.Roles[d.Primary] == resources.RolePrimary && d.State != StateLost {
 		ts.CurrentPrimary = d.Primary
 	}
 	if ts.RequeueAfter == 0 || ts.RequeueAfter > PollInterval {
@@ -230,7 +230,7 @@ func (m *Manager) recordPrimary(ctx context.Context, cl *cluster, name string) e
 
 // tidyNotes drops the failed-primary note once that instance replicates again.
 func (m *Manager) tidyNotes(ctx context.Context, cl *cluster, d Decision) error {
-	if cl.recordedPrimary() == "" || cl.failedPrimary == "" || d.Roles[cl.failedPrimary] != RoleReplica {
+	if cl.recordedPrimary() == "" || cl.failedPrimary == "" || d.Roles[cl.failedPrimary] != resources.RoleReplica {
 		return nil
 	}
 	cl.failedPrimary = ""
@@ -238,13 +238,13 @@ func (m *Manager) tidyNotes(ctx context.Context, cl *cluster, d Decision) error 
 }
 
 // label sets each pod's role label: demotions (promote=false) or promotions (true).
-func (m *Manager) label(ctx context.Context, cl *cluster, roles map[string]Role, promote bool) error {
+func (m *Manager) label(ctx context.Context, cl *cluster, roles map[string]resources.Role, promote bool) error {
 	for name, role := range roles {
 		pod := cl.pods[name]
 		if pod == nil || pod.Labels[resources.LabelRole] == string(role) {
 			continue
 		}
-		if promote != (role != RoleNone) {
+		if promote != (role != resources.RoleNone) {
 			continue
 		}
 		patch := client.MergeFrom(pod.DeepCopy())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 // Instance is what gather learned about one instance.
@@ -137,16 +138,6 @@ type Action struct {
 	Failover bool
 }
 
-// Role is an instance's pod label: which Service routes to it.
-type Role string
-
-// Roles.
-const (
-	RolePrimary Role = "primary"
-	RoleReplica Role = "replica"
-	RoleNone    Role = "none"
-)
-
 // Decision is what Decide chose.
 type Decision struct {
 	State State
@@ -155,7 +146,7 @@ type Decision struct {
 	// Primary is the primary once the actions are done ("" when there is none).
 	Primary string
 	// Roles label each instance's pod once the actions are done.
-	Roles map[string]Role
+	Roles map[string]resources.Role
 	// Healthy is true when every instance replicates from a writable primary.
 	Healthy bool
 	// Reason (CamelCase) and Message explain the state.

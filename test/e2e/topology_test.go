@@ -52,7 +52,7 @@ func requireTopology(t *testing.T, ns, primary string, names ...string) {
 	primaryHost := ground.InstanceHost(ns, cluster, primary)
 	pod := &corev1.Pod{}
 	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: primary}, pod))
-	require.Equal(t, resources.RolePrimary, pod.Labels[resources.LabelRole])
+	require.Equal(t, string(resources.RolePrimary), pod.Labels[resources.LabelRole])
 	for _, n := range names {
 		d := dbOf(t, ns, n)
 		var ro, sro bool
@@ -80,7 +80,7 @@ JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan
 		require.Equal(t, "ON", io, n)
 		require.Equal(t, "ON", sqlState, n)
 		require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, pod))
-		require.Equal(t, resources.RoleReplica, pod.Labels[resources.LabelRole], n)
+		require.Equal(t, string(resources.RoleReplica), pod.Labels[resources.LabelRole], n)
 	}
 }
 

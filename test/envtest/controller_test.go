@@ -181,7 +181,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if svc.Spec.Selector[resources.LabelRole] != resources.RolePrimary {
+			if svc.Spec.Selector[resources.LabelRole] != string(resources.RolePrimary) {
 				return fmt.Errorf("selector %v", svc.Spec.Selector)
 			}
 			return nil

@@ -37,7 +37,7 @@ type MySQLBackupValidator struct{}
 
 // ValidateCreate implements admission.Validator.
 func (*MySQLBackupValidator) ValidateCreate(_ context.Context, b *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
-	return nil, invalid("MySQLBackup", b.Name, validateBackupObject(b))
+	return nil, invalid("MySQLBackup", b.Name, b.Validate())
 }
 
 // ValidateUpdate implements admission.Validator. The spec is immutable (a CEL rule on
@@ -46,7 +46,7 @@ func (*MySQLBackupValidator) ValidateUpdate(_ context.Context, old, b *mysqlv1be
 	if b.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	errs := validateBackupObject(b)
+	errs := b.Validate()
 	if old.Spec.Cluster != b.Spec.Cluster || old.Spec.Method != b.Spec.Method {
 		errs = append(errs, field.Forbidden(field.NewPath("spec"), "a backup's spec is immutable"))
 	}
@@ -56,17 +56,4 @@ func (*MySQLBackupValidator) ValidateUpdate(_ context.Context, old, b *mysqlv1be
 // ValidateDelete implements admission.Validator; deletion is always allowed.
 func (*MySQLBackupValidator) ValidateDelete(context.Context, *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func validateBackupObject(b *mysqlv1beta1.MySQLBackup) field.ErrorList {
-	var errs field.ErrorList
-	p := field.NewPath("spec")
-	if b.Spec.Cluster == "" {
-		errs = append(errs, field.Required(p.Child("cluster"), "the MySQLCluster to back up"))
-	}
-	if b.Spec.Method == mysqlv1beta1.BackupMethodPhysical {
-		errs = append(errs, field.NotSupported(p.Child("method"), b.Spec.Method,
-			[]string{string(mysqlv1beta1.BackupMethodLogical)}))
-	}
-	return append(errs, validateBackupTarget(b.Spec.Target, p.Child("target"))...)
 }

@@ -43,7 +43,7 @@ type MySQLClusterValidator struct{}
 
 // ValidateCreate implements admission.Validator.
 func (*MySQLClusterValidator) ValidateCreate(_ context.Context, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
-	return nil, invalid("MySQLCluster", c.Name, validateClusterCreate(c))
+	return nil, invalid("MySQLCluster", c.Name, c.Validate())
 }
 
 // ValidateUpdate implements admission.Validator. An object being deleted may still be
@@ -52,7 +52,7 @@ func (*MySQLClusterValidator) ValidateUpdate(_ context.Context, old, c *mysqlv1b
 	if c.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	return nil, invalid("MySQLCluster", c.Name, validateClusterUpdate(old, c))
+	return nil, invalid("MySQLCluster", c.Name, c.ValidateChange(old))
 }
 
 // ValidateDelete implements admission.Validator; deletion is always allowed.

@@ -104,7 +104,7 @@ func (b *bench) allReplicas(ctx context.Context, c *mysqlv1beta1.MySQLCluster) b
 	}
 	replicas := 0
 	for _, p := range pods.Items {
-		if p.Labels[resources.LabelRole] == resources.RoleReplica {
+		if p.Labels[resources.LabelRole] == string(resources.RoleReplica) {
 			replicas++
 		}
 	}

@@ -8,22 +8,16 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 )
 
 var specPath = field.NewPath("spec")
 
-// ValidateMySQLCluster runs every check that needs only the object itself. The
-// reconciler runs it too, for clusters that reached the API server without the webhook.
-func ValidateMySQLCluster(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
-	return validateClusterCreate(c)
-}
-
-// validateClusterCreate runs every check that needs only the new object.
-func validateClusterCreate(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+// Validate runs every check that needs only the object itself: the validating webhook on
+// create, and the reconciler on every pass, for clusters that reached the API server
+// without the webhook (or were stored before a rule existed).
+func (c *MySQLCluster) Validate() field.ErrorList {
 	var errs field.ErrorList
-	for _, check := range []func(*mysqlv1beta1.MySQLCluster) field.ErrorList{
+	for _, check := range []func(*MySQLCluster) field.ErrorList{
 		validateInstances, validateVersion, validateConfig, validateStorage, validatePrimary,
 		validateReplication, validateTLS, validateBackup,
 	} {
@@ -32,15 +26,15 @@ func validateClusterCreate(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 	return errs
 }
 
-// validateClusterUpdate adds the checks that compare with the stored object.
-func validateClusterUpdate(old, c *mysqlv1beta1.MySQLCluster) field.ErrorList {
-	errs := validateClusterCreate(c)
+// ValidateChange is Validate plus the checks that compare with the stored object old.
+func (c *MySQLCluster) ValidateChange(old *MySQLCluster) field.ErrorList {
+	errs := c.Validate()
 	errs = append(errs, validateVersionChange(old, c)...)
 	errs = append(errs, validateStorageChange(old, c)...)
 	return errs
 }
 
-func validateInstances(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validateInstances(c *MySQLCluster) field.ErrorList {
 	p := specPath.Child("instances")
 	switch {
 	case c.Spec.Instances == nil:
@@ -51,19 +45,19 @@ func validateInstances(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 	return nil
 }
 
-func validateVersion(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validateVersion(c *MySQLCluster) field.ErrorList {
 	if c.Spec.MySQL.Version == "" {
 		return nil // defaulted
 	}
-	if _, err := mysqlv1beta1.ParseMySQLVersion(c.Spec.MySQL.Version); err != nil {
+	if _, err := ParseMySQLVersion(c.Spec.MySQL.Version); err != nil {
 		return field.ErrorList{field.Invalid(specPath.Child("mysql", "version"), c.Spec.MySQL.Version, err.Error())}
 	}
 	return nil
 }
 
-func validateVersionChange(old, c *mysqlv1beta1.MySQLCluster) field.ErrorList {
-	from, errOld := mysqlv1beta1.ParseMySQLVersion(old.Spec.MySQL.Version)
-	to, errNew := mysqlv1beta1.ParseMySQLVersion(c.Spec.MySQL.Version)
+func validateVersionChange(old, c *MySQLCluster) field.ErrorList {
+	from, errOld := ParseMySQLVersion(old.Spec.MySQL.Version)
+	to, errNew := ParseMySQLVersion(c.Spec.MySQL.Version)
 	if errOld != nil || errNew != nil {
 		return nil // a bad new version is reported by validateVersion; a bad old one cannot be fixed here
 	}
@@ -92,7 +86,7 @@ var ownedPrefixes = []string{"rpl_semi_sync_", "ssl_", "mysqlx", "gtid_", "repli
 
 var settingName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
-func validateConfig(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validateConfig(c *MySQLCluster) field.ErrorList {
 	var errs field.ErrorList
 	p := specPath.Child("mysql", "config")
 	for k, v := range c.Spec.MySQL.Config {
@@ -119,14 +113,14 @@ func validateConfig(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 	return errs
 }
 
-func validateStorage(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validateStorage(c *MySQLCluster) field.ErrorList {
 	if s := c.Spec.Storage.Size; s != nil && s.Sign() <= 0 {
 		return field.ErrorList{field.Invalid(specPath.Child("storage", "size"), s.String(), "must be greater than zero")}
 	}
 	return nil
 }
 
-func validateStorageChange(old, c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validateStorageChange(old, c *MySQLCluster) field.ErrorList {
 	var errs field.ErrorList
 	p := specPath.Child("storage")
 	if o, n := old.Spec.Storage.Size, c.Spec.Storage.Size; o != nil && n != nil && n.Cmp(*o) < 0 {
@@ -140,7 +134,7 @@ func validateStorageChange(old, c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 	return errs
 }
 
-func validatePrimary(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validatePrimary(c *MySQLCluster) field.ErrorList {
 	if c.Spec.Primary == "" || c.Spec.Instances == nil {
 		return nil
 	}
@@ -159,7 +153,7 @@ func validatePrimary(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 	return nil
 }
 
-func validateReplication(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validateReplication(c *MySQLCluster) field.ErrorList {
 	var errs field.ErrorList
 	p := specPath.Child("replication")
 	ss := c.Spec.Replication.SemiSync
@@ -183,7 +177,7 @@ func validateReplication(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 	return errs
 }
 
-func validateTLS(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validateTLS(c *MySQLCluster) field.ErrorList {
 	t := c.Spec.TLS
 	if t.SecretName != "" && t.Enabled != nil && !*t.Enabled {
 		return field.ErrorList{field.Invalid(specPath.Child("tls", "secretName"), t.SecretName,
@@ -195,7 +189,7 @@ func validateTLS(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 // cronParser accepts what a CronJob accepts: five fields or a descriptor such as @daily.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-func validateBackup(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
+func validateBackup(c *MySQLCluster) field.ErrorList {
 	b := c.Spec.Backup
 	if b == nil {
 		return nil
@@ -218,7 +212,7 @@ func validateBackup(c *mysqlv1beta1.MySQLCluster) field.ErrorList {
 	return append(errs, validateBackupTarget(b.Target, p.Child("target"))...)
 }
 
-func validateBackupTarget(t *mysqlv1beta1.BackupTarget, p *field.Path) field.ErrorList {
+func validateBackupTarget(t *BackupTarget, p *field.Path) field.ErrorList {
 	if t == nil {
 		return nil
 	}
@@ -245,4 +239,17 @@ func validateBackupTarget(t *mysqlv1beta1.BackupTarget, p *field.Path) field.Err
 		}
 	}
 	return errs
+}
+
+// Validate checks what a MySQLBackup needs that its CRD's schema cannot say.
+func (b *MySQLBackup) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if b.Spec.Cluster == "" {
+		errs = append(errs, field.Required(specPath.Child("cluster"), "the MySQLCluster to back up"))
+	}
+	if b.Spec.Method == BackupMethodPhysical {
+		errs = append(errs, field.NotSupported(specPath.Child("method"), b.Spec.Method,
+			[]string{string(BackupMethodLogical)}))
+	}
+	return append(errs, validateBackupTarget(b.Spec.Target, specPath.Child("target"))...)
 }
