@@ -229,13 +229,9 @@ func (r *MySQLClusterReconciler) reconcileMonitoring(ctx context.Context, st *st
 	return nil
 }
 
-// reconcileTopology hands over to the topology manager.
+// reconcileTopology hands the cluster to the topology manager and takes its latest report.
 func (r *MySQLClusterReconciler) reconcileTopology(ctx context.Context, st *state) error {
-	ts, err := r.Topology.Reconcile(ctx, st.cluster)
-	st.topology = ts
-	if err != nil {
-		return fmt.Errorf("while managing replication: %w", err)
-	}
+	st.topology = r.Topology.Observe(ctx, st.cluster)
 	return nil
 }
 

@@ -15,15 +15,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/apply"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/internal/topology"
 )
 
 // Finalizer lets the operator finish its pre-delete work (keeping retained data, telling
@@ -41,6 +45,8 @@ type MySQLClusterReconciler struct {
 	Recorder recorder.EventRecorder
 	Images   resources.Images
 	Topology TopologyManager
+	// MaxConcurrentReconciles is how many clusters are reconciled at once (default 1).
+	MaxConcurrentReconciles int
 	// Now is the clock (certificates' renewal); time.Now when nil.
 	Now func() time.Time
 }
@@ -97,7 +103,7 @@ type state struct {
 	cluster     *mysqlv1beta1.MySQLCluster
 	configHash  string
 	statefulSet *appsv1.StatefulSet
-	topology    TopologyStatus
+	topology    topology.Report
 	changed     []string
 	invalid     error
 	renewAt     time.Time
@@ -117,6 +123,7 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	if st.cluster.Spec.Paused {
+		r.Topology.Observe(ctx, st.cluster) // so that its loop leaves the cluster alone too
 		return ctrl.Result{}, r.observeStatefulSet(ctx, st)
 	}
 	steps := []step{
@@ -142,15 +149,12 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 	return r.requeue(st), nil
 }
 
-// requeue asks for the next pass when something is due: a certificate renewal, or the
-// topology manager's next look.
+// requeue asks for the next pass when something is due: a certificate renewal. The
+// topology manager's reports arrive through its Changes channel instead.
 func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	var after time.Duration
 	if !st.renewAt.IsZero() {
 		after = max(time.Until(st.renewAt), time.Second)
-	}
-	if t := st.topology.RequeueAfter; t > 0 && (after == 0 || t < after) {
-		after = t
 	}
 	return ctrl.Result{RequeueAfter: after}
 }
@@ -234,10 +238,15 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Topology == nil {
 		r.Topology = NoTopology{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&mysqlv1beta1.MySQLCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)})
+	if ch := r.Topology.Changes(); ch != nil {
+		b = b.WatchesRawSource(source.Channel(ch, &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/topology"
 )
 
 func testCluster() *mysqlv1beta1.MySQLCluster {
@@ -43,7 +44,7 @@ func TestComputeStatus(t *testing.T) {
 	for name, tc := range map[string]struct {
 		oldPhase    mysqlv1beta1.ClusterPhase
 		sts         *appsv1.StatefulSet
-		topology    TopologyStatus
+		topology    topology.Report
 		changed     []string
 		stepErr     error
 		invalid     error
@@ -74,13 +75,13 @@ func TestComputeStatus(t *testing.T) {
 		"paused": {sts: sts(3, 3, 3, true), paused: true, phase: mysqlv1beta1.PhasePaused, ready: metav1.ConditionTrue,
 			progressing: mysqlv1beta1.ReasonReconciled, degraded: metav1.ConditionFalse},
 		"managed, healthy, with a primary": {sts: sts(3, 3, 3, true),
-			topology: TopologyStatus{Managed: true, Healthy: true, CurrentPrimary: "db-0"}, phase: mysqlv1beta1.PhaseReady,
+			topology: topology.Report{Managed: true, Healthy: true, CurrentPrimary: "db-0"}, phase: mysqlv1beta1.PhaseReady,
 			ready: metav1.ConditionTrue, progressing: mysqlv1beta1.ReasonReconciled, degraded: metav1.ConditionFalse},
 		"managed, pods ready but replication broken": {sts: sts(3, 3, 3, true),
-			topology: TopologyStatus{Managed: true, Healthy: false, CurrentPrimary: "db-0", Reason: mysqlv1beta1.ReasonReplicationBroken},
+			topology: topology.Report{Managed: true, Healthy: false, CurrentPrimary: "db-0", Reason: mysqlv1beta1.ReasonReplicationBroken},
 			phase:    mysqlv1beta1.PhaseDegraded, ready: metav1.ConditionFalse, progressing: mysqlv1beta1.ReasonReconciled,
 			degraded: metav1.ConditionTrue},
-		"managed, no primary": {sts: sts(3, 3, 3, true), topology: TopologyStatus{Managed: true, Healthy: true},
+		"managed, no primary": {sts: sts(3, 3, 3, true), topology: topology.Report{Managed: true, Healthy: true},
 			phase: mysqlv1beta1.PhaseProvisioning, ready: metav1.ConditionFalse, progressing: mysqlv1beta1.ReasonReconciled,
 			degraded: metav1.ConditionFalse},
 	} {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,8 @@ type options struct {
 	webhookPort      int
 	selfIssueCert    bool
 	mysqlAddresses   string
+	maxConcurrent    int
+	cloneTimeout     time.Duration
 	enableWebhooks   bool
 	watchNamespaces  []string
 }
@@ -95,6 +98,11 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	fs.StringVar(&o.mysqlAddresses, "mysql-addresses", addresses,
 		"How replicas reach their source and clone recipients their donor: dns (the headless Service's "+
 			"names) or pod-ip (default from $DOLPHIN_MYSQL_ADDRESSES, else dns). The operator itself dials pod IPs.")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4,
+		"How many MySQLClusters are reconciled at once. Replication is looked after apart from this, "+
+			"by one loop per cluster, so a cluster whose databases hang holds none of these workers.")
+	fs.DurationVar(&o.cloneTimeout, "clone-timeout", topology.DefaultCloneTimeout,
+		"The longest one CLONE (seeding or re-seeding a replica) may take before it is abandoned.")
 	fs.BoolVar(&o.selfIssueCert, "self-issue-webhook-cert", false,
 		"Issue the webhook certificate and inject its CA (installs without OLM or cert-manager).")
 	zapOpts := &zap.Options{}
@@ -104,6 +112,12 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	}
 	if a := topology.Addresses(o.mysqlAddresses); a != topology.AddressDNS && a != topology.AddressPodIP {
 		return o, nil, fmt.Errorf("--mysql-addresses: %q is neither %q nor %q", o.mysqlAddresses, topology.AddressDNS, topology.AddressPodIP)
+	}
+	if o.maxConcurrent < 1 {
+		return o, nil, fmt.Errorf("--max-concurrent-reconciles: %d is less than 1", o.maxConcurrent)
+	}
+	if o.cloneTimeout <= 0 {
+		return o, nil, fmt.Errorf("--clone-timeout: %s is not positive", o.cloneTimeout)
 	}
 	// ENABLE_WEBHOOKS=false runs the manager without its webhook server (e.g. `make run`
 	// without certificates); the reconcilers apply defaults themselves, so nothing breaks.
@@ -162,13 +176,19 @@ func main() {
 
 // setup registers the controllers, webhooks, runnables and health checks with the manager.
 func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
+	topo := &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("dolphin-operator"),
+		Addresses: topology.Addresses(o.mysqlAddresses), CloneTimeout: o.cloneTimeout}
+	// A runnable that needs the leader: only the elected operator runs the loops.
+	if err := mgr.Add(topo); err != nil {
+		return fmt.Errorf("the topology manager: %w", err)
+	}
 	if err := (&controllers.MySQLClusterReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("dolphin-operator"),
-		Images:   resources.ImagesFromEnv(os.Getenv),
-		Topology: &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("dolphin-operator"),
-			Addresses: topology.Addresses(o.mysqlAddresses)},
+		Client:                  mgr.GetClient(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                mgr.GetEventRecorder("dolphin-operator"),
+		Images:                  resources.ImagesFromEnv(os.Getenv),
+		Topology:                topo,
+		MaxConcurrentReconciles: o.maxConcurrent,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("the MySQLCluster controller: %w", err)
 	}
@@ -196,6 +216,11 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("the health check: %w", err)
+	}
+	// A topology pass that outlives every deadline it has means a bug: the liveness probe
+	// then restarts the operator rather than leave failover frozen.
+	if err := mgr.AddHealthzCheck("topology", func(*http.Request) error { return topo.Check() }); err != nil {
+		return fmt.Errorf("the topology health check: %w", err)
 	}
 	readyCheck := healthz.Ping
 	if o.enableWebhooks {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseOptionsReadsTheEnvironmentOLMSets(t *testing.T) {
@@ -30,7 +31,8 @@ func TestParseOptionsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.enableWebhooks || len(o.watchNamespaces) != 0 || !o.secureMetrics || o.enableHTTP2 || o.mysqlAddresses != "dns" {
+	if !o.enableWebhooks || len(o.watchNamespaces) != 0 || !o.secureMetrics || o.enableHTTP2 || o.mysqlAddresses != "dns" ||
+		o.maxConcurrent != 4 || o.cloneTimeout != 2*time.Hour {
 		t.Errorf("unexpected defaults: %+v", o)
 	}
 }
@@ -46,5 +48,14 @@ func TestParseOptionsRejectsAnUnknownAddressModeFromTheEnvironment(t *testing.T)
 	_, _, err := parseOptions(nil)
 	if err == nil || !strings.Contains(err.Error(), "--mysql-addresses") {
 		t.Fatalf("want an error naming --mysql-addresses, got %v", err)
+	}
+}
+
+func TestParseOptionsRejectsBadWorkerAndCloneSettings(t *testing.T) {
+	for _, args := range [][]string{{"--max-concurrent-reconciles=0"}, {"--clone-timeout=-1s"}} {
+		_, _, err := parseOptions(args)
+		if err == nil || !strings.Contains(err.Error(), strings.SplitN(args[0], "=", 2)[0]) {
+			t.Errorf("%v: want an error naming the flag, got %v", args, err)
+		}
 	}
 }

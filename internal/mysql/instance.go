@@ -21,6 +21,8 @@ type Status struct {
 	ReadOnly, SuperReadOnly bool
 	// Replica is nil when the instance replicates from nobody.
 	Replica *ReplicaStatus
+	// Clone is the instance's last clone as a recipient (nil when it never was one).
+	Clone *CloneStatus
 	// SemiSyncSource is whether the primary side of semi-sync is on (and clients how many
 	// replicas are connected as semi-sync replicas); SemiSyncReplica the replica side.
 	SemiSyncSource        bool
@@ -38,6 +40,22 @@ type ReplicaStatus struct {
 	LastIOError     string
 	LastSQLError    string
 }
+
+// CloneStatus is performance_schema.clone_status: the last clone into this instance. It
+// survives the restart that ends a clone.
+type CloneStatus struct {
+	// State is "Not Started", "In Progress", "Completed" or "Failed".
+	State string
+	// Error is the failed clone's error number and message ("" otherwise).
+	Error string
+}
+
+// Clone states of performance_schema.clone_status.
+const (
+	CloneInProgress = "In Progress"
+	CloneCompleted  = "Completed"
+	CloneFailed     = "Failed"
+)
 
 // PrimaryOptions configure an instance as the writable primary.
 type PrimaryOptions struct {
@@ -68,6 +86,9 @@ type Instance interface {
 	Status(ctx context.Context) (*Status, error)
 	ConfigurePrimary(ctx context.Context, o PrimaryOptions) error
 	ConfigureReplica(ctx context.Context, o ReplicaOptions) error
+	// PrepareClone readies the instance to receive a clone from the donor; Clone then runs
+	// the clone itself, which replaces the data and restarts mysqld (see Clone).
+	PrepareClone(ctx context.Context, o CloneOptions) error
 	Clone(ctx context.Context, o CloneOptions) error
 	SetSuperReadOnly(ctx context.Context, on bool) error
 	// StopReplication stops both threads (all=true) or only the receiver (all=false).
@@ -88,8 +109,13 @@ type Config struct {
 	Addr           string // host:port
 	User, Password string
 	TLS            *tls.Config // nil: no TLS (the driver then asks the server for its RSA key)
-	// Timeout bounds connecting and each read and write; default 5s.
+	// Timeout bounds connecting (TCP and the handshake); default 5s.
 	Timeout time.Duration
+	// IOTimeout bounds each read and write on a connection; default 30s. Every call also
+	// carries its caller's context deadline, usually much shorter: this is the backstop for
+	// a connection that stops answering, and must exceed the longest statement sent on it
+	// (a WaitForGTID's wait, a whole CLONE on the connection that runs one).
+	IOTimeout time.Duration
 }
 
 type instance struct {
@@ -113,13 +139,16 @@ func Open(cfg Config) (Instance, error) {
 }
 
 func driverConfig(cfg Config) *mysql.Config {
-	timeout := cfg.Timeout
+	timeout, io := cfg.Timeout, cfg.IOTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	if io <= 0 {
+		io = 30 * time.Second
+	}
 	c := mysql.NewConfig()
 	c.Net, c.Addr, c.User, c.Passwd = "tcp", cfg.Addr, cfg.User, cfg.Password
-	c.Timeout, c.ReadTimeout, c.WriteTimeout = timeout, 0, timeout
+	c.Timeout, c.ReadTimeout, c.WriteTimeout = timeout, io, io
 	c.AllowNativePasswords = true
 	if cfg.TLS != nil {
 		c.TLS = cfg.TLS

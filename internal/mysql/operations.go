@@ -3,9 +3,12 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -24,6 +27,9 @@ func (i *instance) Status(ctx context.Context) (*Status, error) {
 		return nil, err
 	}
 	s.Replica = r
+	if s.Clone, err = i.cloneStatus(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := i.db.QueryContext(ctx, qSemiSync)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading semi-sync state: %w", i.cfg.Addr, err)
@@ -208,52 +214,60 @@ func (i *instance) GTIDSubtract(ctx context.Context, a, b string) (string, error
 	return normalizeGTID(out), nil
 }
 
-// Clone replaces the instance's data with a copy of the donor's. mysqld restarts at the
-// end of a clone (its supervisor, the kubelet, starts it again), so the statement's
-// connection drops; Clone then waits until the instance answers and reports the clone
-// Completed, or fails with the clone's error.
-func (i *instance) Clone(ctx context.Context, o CloneOptions) error {
+// PrepareClone readies the instance to receive a clone: the clone plugin, the donor
+// allowed, replication stopped. CLONE refuses to run under super_read_only, so the
+// recipient keeps read_only (no ordinary client can write) and is out of every Service;
+// its data is replaced and it restarts fenced by its configuration.
+func (i *instance) PrepareClone(ctx context.Context, o CloneOptions) error {
 	if err := i.ensurePlugins(ctx); err != nil {
 		return err
 	}
 	if err := i.Exec(ctx, fmt.Sprintf("SET GLOBAL clone_valid_donor_list = %s", quote(fmt.Sprintf("%s:%d", o.DonorHost, o.DonorPort)))); err != nil {
 		return err
 	}
-	// CLONE refuses to run under super_read_only. The recipient keeps read_only (no
-	// ordinary client can write) and is out of every Service; its data is replaced and it
-	// restarts fenced by its configuration.
-	if err := i.execAll(ctx, "STOP REPLICA", "SET GLOBAL read_only = ON", "SET GLOBAL super_read_only = OFF"); err != nil {
-		return err
-	}
+	return i.execAll(ctx, "STOP REPLICA", "SET GLOBAL read_only = ON", "SET GLOBAL super_read_only = OFF")
+}
+
+// Clone runs CLONE INSTANCE, which copies the donor's data and restarts mysqld at the end
+// (its supervisor, the kubelet, starts it again), so the statement's connection drops: that
+// counts as the clone having ended, and clone_status (Status().Clone) says how. The call
+// lasts as long as the copy; run it on a connection whose IOTimeout allows that, and with a
+// context deadline.
+func (i *instance) Clone(ctx context.Context, o CloneOptions) error {
 	if err := i.Exec(ctx, cloneFrom(o)); err != nil && !restarting(err) {
 		return err
 	}
-	for {
-		var state string
-		var errNo int64
-		var msg sql.NullString
-		err := i.db.QueryRowContext(ctx, qCloneState).Scan(&state, &errNo, &msg)
-		switch {
-		case err == nil && state == "Completed":
-			return nil
-		case err == nil && state == "Failed":
-			return fmt.Errorf("%s: clone failed: %d %s", i.cfg.Addr, errNo, msg.String)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for the clone to complete (last: %s %s): %w", i.cfg.Addr, fmt.Sprint(err), state, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return nil
 }
 
-// restarting tells the errors that mean "the server is restarting after the clone".
+// restarting tells the errors that mean "the server is restarting after the clone": its
+// own refusal to restart without a supervisor, or the connection dropping.
 func restarting(err error) bool {
 	var me *mysql.MySQLError
-	if errors.As(err, &me) && me.Number == 3707 { // restart failed: not supervised
-		return true
+	if errors.As(err, &me) {
+		return me.Number == 3707 // restart failed: not supervised
 	}
-	s := err.Error()
-	return errors.Is(err, mysql.ErrInvalidConn) || strings.Contains(s, "invalid connection") ||
-		strings.Contains(s, "EOF") || strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// cloneStatus reads performance_schema.clone_status (nil when the instance never received
+// a clone, or the clone plugin is not loaded yet).
+func (i *instance) cloneStatus(ctx context.Context) (*CloneStatus, error) {
+	var state string
+	var errNo int64
+	var msg sql.NullString
+	err := i.db.QueryRowContext(ctx, qCloneState).Scan(&state, &errNo, &msg)
+	var me *mysql.MySQLError
+	switch {
+	case errors.Is(err, sql.ErrNoRows), errors.As(err, &me) && me.Number == 1146: // no such table: no plugin
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s: reading clone status: %w", i.cfg.Addr, err)
+	}
+	cs := &CloneStatus{State: state}
+	if errNo != 0 {
+		cs.Error = fmt.Sprintf("%d: %s", errNo, msg.String)
+	}
+	return cs, nil
 }

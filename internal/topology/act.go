@@ -12,15 +12,22 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
-// CatchUpTimeout bounds how long a promotion waits for the candidate to apply what it
-// received; past it the pass fails and the next one decides again.
-const CatchUpTimeout = 30 * time.Second
+// CatchUpTimeout bounds how long one pass's promotion waits for the candidate to apply
+// what it received; past it the pass fails and the next one decides (and waits) again.
+const CatchUpTimeout = 10 * time.Second
 
 // act carries the decision's actions out in order and stops at the first failure. Each
 // step is idempotent: the next pass, which gathers afresh, finishes an interrupted one.
 func (m *Manager) act(ctx context.Context, cl *cluster, d Decision) error {
 	for _, a := range d.Actions {
-		if err := m.do(ctx, cl, a); err != nil {
+		timeout := ActionTimeout
+		if a.Kind == ActPromote || a.Kind == ActSwitchover {
+			timeout += CatchUpTimeout
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		err := m.do(actx, cl, a)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
 		}
 	}
@@ -57,12 +64,7 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 	case ActConfigureReplica:
 		return t.ConfigureReplica(ctx, m.replicaOptions(cl, a.From))
 	case ActClone:
-		pod := cl.pods[a.From]
-		if pod == nil {
-			return fmt.Errorf("donor %s has no pod", a.From)
-		}
-		return t.Clone(ctx, mysql.CloneOptions{DonorHost: m.Addresses.Host(cl.obj, pod), DonorPort: resources.MySQLPort,
-			User: resources.ReplicationUser, Password: cl.replicaPassword, TLS: tlsEnabled(cl)})
+		return m.startClone(ctx, cl, t, a)
 	case ActSwitchover:
 		return m.switchover(ctx, cl, t, a)
 	}

@@ -82,8 +82,9 @@ func mostAdvanced(instances []Instance, preferred string) *Instance {
 }
 
 // primaryDown handles a recorded primary that does not answer (or no longer exists):
-// wait out the detection delay, freeze every replica's receiver, then promote the replica
-// that received the most, after it has applied all of it.
+// wait out the detection delay, check that enough replicas are reached to prove that no
+// acknowledged write can be lost (quorum), freeze every candidate's receiver, then promote
+// the candidate that received the most, after it has applied all of it.
 func primaryDown(in Input, p *Instance) Decision {
 	d := Decision{Roles: roles(in, resources.RoleNone)}
 	name := in.Primary
@@ -98,24 +99,40 @@ func primaryDown(in Input, p *Instance) Decision {
 		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonPrimaryUnavailable, name
 		d.Roles[name] = resources.RolePrimary
 		d.Message = fmt.Sprintf("primary %s unreachable for %s (%s); failover after %s", name,
-			p.UnreachableFor.Round(time.Millisecond), p.Error, in.DetectionDelay)
+			p.UnreachableFor.Round(100*time.Millisecond), p.Error, in.DetectionDelay)
 		d.RequeueAfter = in.DetectionDelay - p.UnreachableFor
 		markReplicas(in, &d, name)
 		return d
 	}
-	var cands []Instance
+	d.State, d.Reason = StateFailover, mysqlv1beta1.ReasonFailover
 	for _, i := range in.Instances {
-		// A writable instance other than the primary took writes nobody replicated: never a
-		// candidate. So is an instance that never replicated (an empty new one).
-		if i.Name != name && i.Reachable && !i.Writable && i.Received != nil {
-			cands = append(cands, i)
+		// Another writable instance is fenced before anything else, as with a primary up.
+		if i.Name != name && i.Reachable && i.Writable {
+			d.Actions = append(d.Actions, Action{Kind: ActFence, Target: i.Name})
 		}
 	}
-	d.State, d.Reason = StateFailover, mysqlv1beta1.ReasonFailover
-	if len(cands) == 0 {
+	if len(d.Actions) > 0 {
+		d.Primary = name
+		d.Message = fmt.Sprintf("primary %s lost: fencing writable replicas before choosing a successor", name)
+		d.RequeueAfter = time.Millisecond
+		return d
+	}
+	cands, unfit := candidates(in, name)
+	if len(cands) == 0 && len(unfit) == 0 {
 		d.State, d.Reason = StateLost, mysqlv1beta1.ReasonNoFailoverCandidate
-		d.Message = fmt.Sprintf("primary %s is lost and no replica can replace it", name)
+		d.Message = fmt.Sprintf("primary %s is lost and the cluster has no replica to replace it", name)
 		d.RequeueAfter = 5 * time.Second
+		return d
+	}
+	if need := quorum(in); len(cands) < need {
+		d.State, d.Reason, d.Primary = StateFailoverBlocked, mysqlv1beta1.ReasonFailoverBlocked, name
+		// The primary keeps its label: it may still serve its clients, and nobody else can.
+		d.Roles[name] = resources.RolePrimary
+		d.Message = fmt.Sprintf("primary %s lost; %d of %d replicas unreachable or unfit (%s): "+
+			"a failover needs %d frozen to prove no acknowledged write is lost (waitForReplicaCount %d)",
+			name, len(unfit), len(cands)+len(unfit), strings.Join(unfit, ", "), need, in.AckCount)
+		d.RequeueAfter = time.Second
+		markReplicas(in, &d, name)
 		return d
 	}
 	var freeze []Action
@@ -142,6 +159,47 @@ func primaryDown(in Input, p *Instance) Decision {
 	d.Message = fmt.Sprintf("primary %s lost: promoting %s (%d transactions)", name, best.Name, best.has().Count())
 	d.RequeueAfter = time.Millisecond
 	return d
+}
+
+// candidates splits the replicas of a lost primary into those that may replace it and the
+// others, each with why not. A writable instance took writes nobody replicated; one that
+// never replicated (an empty new one) or is being cloned holds nothing to go by.
+func candidates(in Input, primary string) ([]Instance, []string) {
+	var cands []Instance
+	var unfit []string
+	for _, i := range in.Instances {
+		switch {
+		case i.Name == primary:
+		case !i.Reachable:
+			unfit = append(unfit, fmt.Sprintf("%s unreachable: %s", i.Name, orUnknown(string(i.Fault))))
+		case i.Writable:
+			unfit = append(unfit, i.Name+" writable")
+		case i.Cloning:
+			unfit = append(unfit, i.Name+" being cloned")
+		case i.Received == nil:
+			unfit = append(unfit, i.Name+" never replicated")
+		default:
+			cands = append(cands, i)
+		}
+	}
+	return cands, unfit
+}
+
+// quorum is how many replicas a failover must reach and freeze: with N instances and
+// each commit acknowledged by W replicas, any N-W of the N-1 replicas include one that
+// acknowledged it (N-W + W > N-1), so the most advanced of them holds every acknowledged
+// write. Without semi-sync (W = 0) nothing is acknowledged by a replica: every replica is
+// then required, the most the operator can check. docs/design/topology.md has the proof.
+func quorum(in Input) int {
+	replicas := len(in.Instances) - 1
+	return min(replicas, len(in.Instances)-in.AckCount)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 // markReplicas keeps the replicas that still replicate in the replicas Service while the
@@ -260,6 +318,14 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 		}
 		if !r.Reachable {
 			degrade(mysqlv1beta1.ReasonInstanceUnreachable, fmt.Sprintf("%s is unreachable (%s)", r.Name, r.Error))
+			continue
+		}
+		if r.Cloning {
+			// Nothing is asked of it until the clone ends (and mysqld restarts).
+			if d.State != StateErrant {
+				d.State, d.Reason = StateCloning, mysqlv1beta1.ReasonCloning
+			}
+			notes = append(notes, r.Name+" is being cloned")
 			continue
 		}
 		// Gather reads the primary last, so a replica's executed set can only lack the

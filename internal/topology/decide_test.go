@@ -20,7 +20,7 @@ const (
 func set(s string) gtid.Set { return gtid.MustParse(s) }
 
 // uuid is the server_uuid of the instance of index idx.
-func uuid(idx int) string { return []string{u1, u2, u3, "", ""}[idx] }
+func uuid(idx int) string { return []string{u1, u2, u3, "", "", "", ""}[idx] }
 
 // primary is a healthy writable semi-sync primary with transactions 1-n of u1.
 func primary(name string, idx int, executed string) Instance {
@@ -50,7 +50,7 @@ func healthy3() []Instance {
 }
 
 func input(primary string, instances ...Instance) Input {
-	return Input{Instances: instances, Primary: primary, FailoverEnabled: true, DetectionDelay: 5 * time.Second, SemiSync: true}
+	return Input{Instances: instances, Primary: primary, FailoverEnabled: true, DetectionDelay: 5 * time.Second, SemiSync: true, AckCount: 1}
 }
 
 type want struct {
@@ -185,12 +185,27 @@ func TestDecide(t *testing.T) {
 			want{state: StateFailover, primary: "db-2", actions: []Action{{Kind: ActPromote, Target: "db-2", From: "db-0", WaitFor: set(u1 + ":1-10"), Failover: true}}}},
 		{"frozen replicas that received the same: the lowest index wins", input("db-0", down("db-0", 0, 6*time.Second), frozen(h[1], u1+":1-10"), frozen(h[2], u1+":1-10")),
 			want{state: StateFailover, primary: "db-1"}},
-		{"failover skips a writable replica", input("db-0", down("db-0", 0, 6*time.Second), frozen(with(h[1], func(i *Instance) { i.Writable = true }), u1+":1-10"), frozen(h[2], u1+":1-9")),
-			want{state: StateFailover, primary: "db-2"}},
-		{"failover skips an unreachable replica", input("db-0", down("db-0", 0, 6*time.Second), down("db-1", 1, 6*time.Second), frozen(h[2], u1+":1-9")),
+		{"failover fences a writable replica first", input("db-0", down("db-0", 0, 6*time.Second), frozen(with(h[1], func(i *Instance) { i.Writable = true }), u1+":1-10"), frozen(h[2], u1+":1-9")),
+			want{state: StateFailover, primary: "db-0", actions: []Action{{Kind: ActFence, Target: "db-1"}}}},
+		{"failover is blocked by an unreachable replica that may hold the only acknowledged copy",
+			input("db-0", down("db-0", 0, 6*time.Second), down("db-1", 1, 6*time.Second), frozen(h[2], u1+":1-9")),
+			want{state: StateFailoverBlocked, reason: mysqlv1beta1.ReasonFailoverBlocked, primary: "db-0",
+				message: "1 of 2 replicas unreachable or unfit (db-1 unreachable",
+				roles:   map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleNone, "db-2": resources.RoleReplica}}},
+		{"failover skips an unreachable replica when every commit had two acknowledgements",
+			withAcks(input("db-0", down("db-0", 0, 6*time.Second), down("db-1", 1, 6*time.Second), frozen(h[2], u1+":1-9")), 2),
 			want{state: StateFailover, primary: "db-2", actions: []Action{{Kind: ActPromote, Target: "db-2", From: "db-0", WaitFor: set(u1 + ":1-9"), Failover: true}}}},
+		{"a blocked failover freezes nothing", input("db-0", down("db-0", 0, 6*time.Second), down("db-1", 1, 6*time.Second), h[2]),
+			want{state: StateFailoverBlocked, actions: []Action{}}},
 		{"failover never promotes an instance that never replicated", input("db-0", down("db-0", 0, 6*time.Second), fresh("db-1", 1), down("db-2", 2, time.Minute)),
+			want{state: StateFailoverBlocked, reason: mysqlv1beta1.ReasonFailoverBlocked, message: "db-1 never replicated"}},
+		{"failover never promotes an instance being cloned", withAcks(input("db-0", down("db-0", 0, 6*time.Second), cloning(frozen(h[1], u1+":1-10")), frozen(h[2], u1+":1-9")), 2),
+			want{state: StateFailover, primary: "db-2"}},
+		{"a single instance lost has no successor", input("db-0", down("db-0", 0, 6*time.Second)),
 			want{state: StateLost, reason: mysqlv1beta1.ReasonNoFailoverCandidate}},
+		{"a replica being cloned is left alone", input("db-0", h[0], cloning(fresh("db-1", 1)), h[2]),
+			want{state: StateCloning, reason: mysqlv1beta1.ReasonCloning, primary: "db-0", actions: []Action{}, message: "db-1 is being cloned",
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleNone, "db-2": resources.RoleReplica}}},
 		{"failover with diverged replicas stops for a human", input("db-0", down("db-0", 0, 6*time.Second), frozen(h[1], u1+":1-10,"+u2+":1"), frozen(h[2], u1+":1-10,"+u3+":1")),
 			want{state: StateErrant, reason: mysqlv1beta1.ReasonInstancesDiverged}},
 		{"failover disabled reports and waits", withoutFailover(input("db-0", down("db-0", 0, time.Hour), h[1], h[2])),
@@ -276,6 +291,10 @@ func frozen(i Instance, received string) Instance {
 	i.Received = set(received)
 	return i
 }
+
+func cloning(i Instance) Instance { i.Cloning = true; return i }
+
+func withAcks(in Input, n int) Input { in.AckCount = n; return in }
 
 func withDesired(in Input, name string) Input { in.Desired = name; return in }
 

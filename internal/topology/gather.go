@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -39,11 +40,11 @@ func (a Addresses) Host(c *mysqlv1beta1.MySQLCluster, pod *corev1.Pod) string {
 	return pod.Name + "." + resources.HeadlessServiceName(c) + "." + c.Namespace + ".svc"
 }
 
-// connect returns a pooled connection to an instance as the operator's account.
-func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
+// config says how the operator reaches one instance as its own account.
+func (m *Manager) config(cl *cluster, name string) (mysql.Config, error) {
 	pod := cl.pods[name]
 	if pod == nil {
-		return nil, errNoPod
+		return mysql.Config{}, errNoPod
 	}
 	// The pod's IP, not its DNS name: a lost node that ran a cluster DNS replica leaves
 	// lookups through the DNS Service timing out until Kubernetes marks the node NotReady
@@ -51,31 +52,45 @@ func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
 	// just read; the certificate is still verified for the instance's name (below).
 	host := pod.Status.PodIP
 	if host == "" {
-		return nil, errNoAddress
+		return mysql.Config{}, errNoAddress
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(resources.MySQLPort))
-	key := fmt.Sprintf("%s%s|%s|%x", clusterKey(cl.obj), name, addr, sha256.Sum256([]byte(cl.adminPassword+"|"+string(cl.tlsCA))))
-	cfg := mysql.Config{Addr: addr, User: resources.AdminUser, Password: cl.adminPassword, Timeout: 2 * time.Second}
+	// IOTimeout is the backstop behind each call's context deadline; it must exceed the
+	// longest statement of a pass (a promotion's catch-up wait).
+	cfg := mysql.Config{Addr: addr, User: resources.AdminUser, Password: cl.adminPassword, Timeout: DialTimeout,
+		IOTimeout: CatchUpTimeout + 5*time.Second}
 	if cl.tlsCA != nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(cl.tlsCA) {
-			return nil, gatherError("the TLS Secret's CA does not parse")
+			return mysql.Config{}, gatherError("the TLS Secret's CA does not parse")
 		}
 		// The certificate names the instance by its DNS name (a wildcard under the headless
 		// Service), whatever address it is dialled at.
 		cfg.TLS = &tls.Config{RootCAs: pool, ServerName: AddressDNS.Host(cl.obj, pod), MinVersion: tls.VersionTLS12}
 	}
+	return cfg, nil
+}
+
+func (m *Manager) open(cfg mysql.Config) (mysql.Instance, error) {
+	if m.Open != nil {
+		return m.Open(cfg)
+	}
+	return mysql.Open(cfg)
+}
+
+// connect returns a pooled connection to an instance as the operator's account.
+func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
+	cfg, err := m.config(cl, name)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s%s|%s|%x", clusterKey(cl.obj), name, cfg.Addr, sha256.Sum256([]byte(cl.adminPassword+"|"+string(cl.tlsCA))))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if conn, ok := m.conns[key]; ok {
 		return conn, nil
 	}
-	open := m.Open
-	if open == nil {
-		open = mysql.Open
-	}
-	// Short timeouts (cfg): a dead primary must be noticed within the detection delay.
-	conn, err := open(cfg)
+	conn, err := m.open(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +132,7 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 		FailoverEnabled: c.Spec.Replication.Failover.Enabled == nil || *c.Spec.Replication.Failover.Enabled,
 		DetectionDelay:  5 * time.Second,
 		SemiSync:        semiSync(c),
+		AckCount:        ackCount(cl),
 		Reclone:         recloneAllowed(c)}
 	if cl.failedPrimary != "" && losslessSemiSync(c) {
 		in.Reclone[cl.failedPrimary] = true
@@ -148,18 +164,25 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 	return in
 }
 
+// read reads one instance's state within StatusTimeout. An instance that fails is
+// unreachable since the start of the first read that failed: one that hangs has stopped
+// answering by then at the latest, so the detection delay runs from there.
 func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int) Instance {
 	inst := Instance{Name: name, Index: index}
 	downKey := clusterKey(cl.obj) + name
+	start := m.now()
 	conn, err := m.connect(cl, name)
 	var st *mysql.Status
 	if err == nil {
-		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		sctx, cancel := context.WithTimeout(ctx, StatusTimeout)
 		st, err = conn.Status(sctx)
 		cancel()
 	}
 	if err == nil {
 		err = fill(&inst, st)
+	}
+	if err == nil && !inst.Cloning && m.cloning(cl, name) {
+		inst.Cloning = true // started by this operator, not yet visible in clone_status
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -172,10 +195,14 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 		m.evict(cl, name)
 		since, ok := m.down[downKey]
 		if !ok {
-			since = m.now()
+			since = start
 			m.down[downKey] = since
 		}
-		return Instance{Name: name, Index: index, Error: err.Error(), UnreachableFor: m.now().Sub(since)}
+		fault := mysql.Classify(err)
+		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) {
+			fault = ""
+		}
+		return Instance{Name: name, Index: index, Error: err.Error(), Fault: fault, UnreachableFor: m.now().Sub(since)}
 	}
 	delete(m.down, downKey)
 	cl.handles[name] = conn
@@ -194,6 +221,12 @@ func fill(inst *Instance, st *mysql.Status) error {
 		return err
 	}
 	inst.SemiSyncSource, inst.SemiSyncReplica = st.SemiSyncSource, st.SemiSyncReplica
+	if cs := st.Clone; cs != nil {
+		inst.Cloning = cs.State == mysql.CloneInProgress
+		if cs.State == mysql.CloneFailed {
+			inst.CloneError = cs.Error
+		}
+	}
 	if r := st.Replica; r != nil {
 		if inst.Received, err = gtid.Parse(r.ReceivedGTIDSet); err != nil {
 			return err
@@ -241,4 +274,13 @@ func recloneAllowed(c *mysqlv1beta1.MySQLCluster) map[string]bool {
 		out[n] = true
 	}
 	return out
+}
+
+// ackCount is how many replicas acknowledge each commit: the semi-sync wait count the
+// primary is configured with, 0 without semi-sync.
+func ackCount(cl *cluster) int {
+	if !semiSync(cl.obj) {
+		return 0
+	}
+	return primaryOptions(cl).WaitForReplicaCount
 }

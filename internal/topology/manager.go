@@ -15,11 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
-	"github.com/dolphin-operator/dolphin/controllers"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
@@ -40,7 +40,24 @@ const AnnotationReclone = "mysql.dolphin-operator.io/reclone"
 // it, since a dead mysqld changes nothing a watch would see.
 const PollInterval = time.Second
 
-// Manager is the TopologyManager of the MySQLCluster reconciler.
+// Deadlines of one pass. Every SQL call and API request of a pass carries one of them, so a
+// pass always ends: a cluster whose databases do not answer costs its own loop its time,
+// never another cluster's.
+const (
+	// DialTimeout bounds connecting to an instance (TCP and the handshake).
+	DialTimeout = time.Second
+	// StatusTimeout bounds reading one instance's state: an instance that accepts TCP but
+	// answers nothing within it (a hung mysqld) counts as unreachable from the read's start.
+	StatusTimeout = 2 * time.Second
+	// ActionTimeout bounds each action of act (a promotion's catch-up has CatchUpTimeout).
+	ActionTimeout = 10 * time.Second
+	// PassTimeout bounds a whole pass: gather, decide, act and the API writes.
+	PassTimeout = 45 * time.Second
+)
+
+// Manager is the topology manager: one loop per MySQLCluster (see loop.go), each running
+// passes of gather → decide → act on its own goroutine, reporting to the MySQLCluster
+// reconciler through Observe and a channel of events.
 type Manager struct {
 	Client    client.Client
 	Recorder  recorder.EventRecorder
@@ -48,54 +65,73 @@ type Manager struct {
 	// Open connects to one instance; default mysql.Open. Tests substitute it.
 	Open func(mysql.Config) (mysql.Instance, error)
 	Now  func() time.Time
+	// CloneTimeout bounds one clone (default DefaultCloneTimeout).
+	CloneTimeout time.Duration
 
-	mu    sync.Mutex
-	conns map[string]mysql.Instance // by cluster key, instance, address and a hash of the credentials and CA
-	down  map[string]time.Time      // by cluster key + instance: unreachable since
+	mu     sync.Mutex
+	conns  map[string]mysql.Instance // by cluster key, instance, address and a hash of the credentials and CA
+	down   map[string]time.Time      // by cluster key + instance: unreachable since
+	clones map[string]*cloneRun      // by cluster key + instance
+	loops  map[string]*loop          // by cluster key
+	base   context.Context           // the manager's, once started
+	events chan event.GenericEvent
 }
-
-var _ controllers.TopologyManager = &Manager{}
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
-// Reconcile gathers, decides and acts once, and reports the outcome.
-func (m *Manager) Reconcile(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (controllers.TopologyStatus, error) {
+// pass gathers, decides and acts once, and says what it saw and when to look again.
+func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Report, time.Duration) {
 	log := logf.FromContext(ctx)
 	cl, err := m.load(ctx, c)
 	if err != nil {
-		// The credentials Secret or the pods are not there yet (the earlier steps create
-		// them): report and look again, not an error.
-		//nolint:nilerr // reported in the status instead
-		return controllers.TopologyStatus{Managed: true, Reason: mysqlv1beta1.ReasonWaitingForInstances, Message: err.Error(),
-			RequeueAfter: 2 * time.Second}, nil
+		r := Report{Managed: true, Reason: mysqlv1beta1.ReasonTopologyFailed, Message: err.Error()}
+		if apierrors.IsNotFound(err) {
+			// The credentials Secret or the TLS Secret is not there yet (the reconciler's
+			// earlier steps create them): wait, not a failure.
+			r.Reason = mysqlv1beta1.ReasonWaitingForInstances
+		} else {
+			log.Error(err, "Topology pass could not read the cluster's objects")
+		}
+		return r, 2 * time.Second
 	}
 	in := m.gather(ctx, cl)
 	d := Decide(in)
-	if err := m.tidyNotes(ctx, cl, d); err != nil {
-		return status(d), err
-	}
+	r := report(d)
 	if len(d.Actions) > 0 || d.State != StateHealthy {
 		log.Info("Topology", "state", d.State, "reason", d.Reason, "message", d.Message, "actions", describe(d.Actions))
+	}
+	if err := m.carryOut(ctx, cl, in, d); err != nil {
+		log.Error(err, "Topology pass failed", "state", d.State)
+		r.Healthy = false
+		r.Message = fmt.Sprintf("%s (the last step failed, retrying: %v)", d.Message, err)
+		return r, PollInterval
+	}
+	return r, d.RequeueAfter
+}
+
+// carryOut writes the notes and labels the decision needs and runs its actions.
+func (m *Manager) carryOut(ctx context.Context, cl *cluster, in Input, d Decision) error {
+	if err := m.tidyNotes(ctx, cl, d); err != nil {
+		return err
 	}
 	// Demotions are labelled before acting: an old primary leaves the primary Service
 	// before anyone else is promoted. Promotions are labelled after, once they happened.
 	if err := m.label(ctx, cl, d.Roles, false); err != nil {
-		return status(d), err
+		return err
 	}
-	actErr := m.act(ctx, cl, d)
-	if actErr == nil {
-		if err := m.label(ctx, cl, d.Roles, true); err != nil {
-			return status(d), err
-		}
-		m.announce(c, in, d)
+	if err := m.act(ctx, cl, d); err != nil {
+		return err
 	}
-	return status(d), actErr
+	if err := m.label(ctx, cl, d.Roles, true); err != nil {
+		return err
+	}
+	m.announce(cl.obj, in, d)
+	return nil
 }
 
-// Forget closes the cluster's connections.
-func (m *Manager) Forget(_ context.Context, c *mysqlv1beta1.MySQLCluster) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// forgetLocked drops the connections, detection times and clones kept for a cluster; the
+// caller holds m.mu.
+func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 	prefix := clusterKey(c)
 	var errs []error
 	for k, conn := range m.conns {
@@ -109,19 +145,13 @@ func (m *Manager) Forget(_ context.Context, c *mysqlv1beta1.MySQLCluster) error 
 			delete(m.down, k)
 		}
 	}
+	for k, run := range m.clones {
+		if strings.HasPrefix(k, prefix) {
+			run.cancel()
+			delete(m.clones, k)
+		}
+	}
 	return errors.Join(errs...)
-}
-
-func status(d Decision) controllers.TopologyStatus {
-	ts := controllers.TopologyStatus{Managed: true, Healthy: d.Healthy, Reason: d.Reason, Message: d.Message,
-		RequeueAfter: d.RequeueAfter}
-	if d.Roles[d.Primary] == resources.RolePrimary && d.State != StateLost {
-		ts.CurrentPrimary = d.Primary
-	}
-	if ts.RequeueAfter == 0 || ts.RequeueAfter > PollInterval {
-		ts.RequeueAfter = PollInterval
-	}
-	return ts
 }
 
 // cluster is what one pass works with.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -32,6 +34,10 @@ type fakeInstance struct {
 	mu     *sync.Mutex
 	status mysql.Status
 	down   bool
+	// hang, when set, is called by Status instead of answering (a hung mysqld).
+	hang func(ctx context.Context) error
+	// cloneGate, when set, holds Clone until it is closed.
+	cloneGate chan struct{}
 }
 
 func (f *fakeInstance) record(call string) {
@@ -40,9 +46,12 @@ func (f *fakeInstance) record(call string) {
 	f.mu.Unlock()
 }
 
-func (f *fakeInstance) Status(context.Context) (*mysql.Status, error) {
+func (f *fakeInstance) Status(ctx context.Context) (*mysql.Status, error) {
+	if f.hang != nil {
+		return nil, f.hang(ctx)
+	}
 	if f.down {
-		return nil, fmt.Errorf("connection refused")
+		return nil, fmt.Errorf("dial: %w", syscall.ECONNREFUSED)
 	}
 	s := f.status
 	return &s, nil
@@ -57,8 +66,19 @@ func (f *fakeInstance) ConfigureReplica(_ context.Context, o mysql.ReplicaOption
 	f.record("ConfigureReplica " + o.SourceHost)
 	return nil
 }
-func (f *fakeInstance) Clone(context.Context, mysql.CloneOptions) error {
+func (f *fakeInstance) PrepareClone(context.Context, mysql.CloneOptions) error {
+	f.record("PrepareClone")
+	return nil
+}
+func (f *fakeInstance) Clone(ctx context.Context, _ mysql.CloneOptions) error {
 	f.record("Clone")
+	if f.cloneGate != nil {
+		select {
+		case <-f.cloneGate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	return nil
 }
 func (f *fakeInstance) SetSuperReadOnly(_ context.Context, on bool) error {
@@ -86,31 +106,38 @@ func (f *fakeInstance) Close() error                                            
 type world struct {
 	m         *Manager
 	c         *mysqlv1beta1.MySQLCluster
+	clusters  map[string]*mysqlv1beta1.MySQLCluster
 	instances map[string]*fakeInstance
 	log       []string
 	mu        sync.Mutex
 }
 
-// newWorld has a 3-instance cluster "db" whose pods have IPs 10.0.0.<index+1>.
-func newWorld(t *testing.T) *world {
+// newWorld has a 3-instance cluster "db" whose pods have IPs 10.0.0.<index+1>, and a
+// 3-instance cluster for each further name, the k-th's pods at 10.0.<k>.<index+1>.
+func newWorld(t *testing.T, more ...string) *world {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, mysqlv1beta1.AddToScheme(scheme))
-	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db", UID: "uid"},
-		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), TLS: mysqlv1beta1.TLSSpec{Enabled: new(false)}}}
-	objs := []client.Object{c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.CredentialsSecretName(c)},
-		Data: map[string][]byte{resources.KeyAdminPassword: []byte("a"), resources.KeyReplicationPassword: []byte("r")}}}
-	w := &world{c: c, instances: map[string]*fakeInstance{}}
+	w := &world{clusters: map[string]*mysqlv1beta1.MySQLCluster{}, instances: map[string]*fakeInstance{}}
+	var objs []client.Object
 	byAddr := map[string]*fakeInstance{}
-	for i := range 3 {
-		name := fmt.Sprintf("db-%d", i)
-		ip := fmt.Sprintf("10.0.0.%d", i+1)
-		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: resources.SelectorLabels(c)},
-			Status: corev1.PodStatus{PodIP: ip}})
-		f := &fakeInstance{name: name, log: &w.log, mu: &w.mu, status: mysql.Status{ReadOnly: true, SuperReadOnly: true}}
-		w.instances[name], byAddr[ip+":3306"] = f, f
+	for k, name := range append([]string{"db"}, more...) {
+		c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+			Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), TLS: mysqlv1beta1.TLSSpec{Enabled: new(false)}}}
+		w.clusters[name] = c
+		objs = append(objs, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.CredentialsSecretName(c)},
+			Data: map[string][]byte{resources.KeyAdminPassword: []byte("a"), resources.KeyReplicationPassword: []byte("r")}})
+		for i := range 3 {
+			pod := fmt.Sprintf("%s-%d", name, i)
+			ip := fmt.Sprintf("10.0.%d.%d", k, i+1)
+			objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pod, Labels: resources.SelectorLabels(c)},
+				Status: corev1.PodStatus{PodIP: ip}})
+			f := &fakeInstance{name: pod, log: &w.log, mu: &w.mu, status: mysql.Status{ReadOnly: true, SuperReadOnly: true}}
+			w.instances[pod], byAddr[ip+":3306"] = f, f
+		}
 	}
+	w.c = w.clusters["db"]
 	w.m = &Manager{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), Addresses: AddressPodIP,
 		Open: func(cfg mysql.Config) (mysql.Instance, error) { return byAddr[cfg.Addr], nil }}
 	return w
@@ -118,10 +145,19 @@ func newWorld(t *testing.T) *world {
 
 func (w *world) pass(t *testing.T) Decision {
 	t.Helper()
+	w.mu.Lock()
 	w.log = nil
-	ts, err := w.m.Reconcile(context.Background(), w.c)
-	require.NoError(t, err)
-	return Decision{Primary: ts.CurrentPrimary, Healthy: ts.Healthy, Reason: ts.Reason, Message: ts.Message}
+	w.mu.Unlock()
+	r, _ := w.m.pass(context.Background(), w.c)
+	require.NotContains(t, r.Message, "the last step failed")
+	return Decision{Primary: r.CurrentPrimary, Healthy: r.Healthy, Reason: r.Reason, Message: r.Message}
+}
+
+// logged is the call log so far, safe against clones running on their own goroutines.
+func (w *world) logged() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.log, "\n")
 }
 
 func (w *world) holder(t *testing.T) string {
@@ -242,5 +278,6 @@ func TestManagerFailoverFreezesThenPromotesAndRemembersTheFailedPrimary(t *testi
 	w.instances["db-0"].status = mysql.Status{ReadOnly: true, SuperReadOnly: true, GTIDExecuted: u1 + ":1-8"}
 	w.instances["db-2"].status.GTIDExecuted = u1 + ":1-7"
 	w.pass(t)
-	require.Contains(t, strings.Join(w.log, "\n"), "db-0 Clone")
+	require.Contains(t, w.logged(), "db-0 PrepareClone")
+	require.Eventually(t, func() bool { return strings.Contains(w.logged(), "db-0 Clone") }, 5*time.Second, 10*time.Millisecond)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -18,9 +19,11 @@ type Instance struct {
 	Index int
 	// UUID is its server_uuid, in lower case ("" when unreachable).
 	UUID string
-	// Reachable means its status could be read; Error says why not.
+	// Reachable means its status could be read; Error says why not, and Fault what kind
+	// of failure that was (refused, no answer, ...).
 	Reachable bool
 	Error     string
+	Fault     mysql.Fault
 	// UnreachableFor is how long it has been unreachable without a break (0 when reachable).
 	UnreachableFor time.Duration
 	// Writable means neither read_only nor super_read_only is on.
@@ -36,6 +39,10 @@ type Instance struct {
 	ReplicationError      string
 	SemiSyncSource        bool
 	SemiSyncReplica       bool
+	// Cloning: a clone into this instance is under way (its data is being replaced);
+	// CloneError is the error of its last clone when that failed.
+	Cloning    bool
+	CloneError string
 }
 
 // replicating reports whether the instance applies from source with both threads running.
@@ -76,6 +83,9 @@ type Input struct {
 	DetectionDelay  time.Duration
 	// SemiSync is whether semi-sync should be on (enabled and the cluster has replicas).
 	SemiSync bool
+	// AckCount is how many replicas acknowledge each commit (semi-sync's wait count, at
+	// most the number of replicas); 0 without semi-sync.
+	AckCount int
 	// Reclone names instances the user allowed to be re-cloned although they hold errant
 	// transactions (the annotation mysql.dolphin-operator.io/reclone).
 	Reclone map[string]bool
@@ -94,6 +104,7 @@ const (
 	StateFailover           State = "Failover"
 	StateSwitchover         State = "Switchover"
 	StateErrant             State = "Errant"
+	StateFailoverBlocked    State = "FailoverBlocked"
 	StateCloning            State = "Cloning"
 	StateLost               State = "Lost"
 )

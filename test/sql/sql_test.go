@@ -159,11 +159,17 @@ func TestCloneSeedsAnEmptyInstance(t *testing.T) {
 	require.NotEmpty(t, donor.GTIDExecuted)
 	before := servers[1].Starts()
 
-	require.NoError(t, in[1].Clone(ctx, mysql.CloneOptions{DonorHost: "127.0.0.1", DonorPort: servers[0].Port(),
-		User: replUser, Password: replPassword}))
-	require.Greater(t, servers[1].Starts(), before, "mysqld restarted to finish the clone")
-	st, err := in[1].Status(ctx)
-	require.NoError(t, err)
+	o := mysql.CloneOptions{DonorHost: "127.0.0.1", DonorPort: servers[0].Port(), User: replUser, Password: replPassword}
+	require.NoError(t, in[1].PrepareClone(ctx, o))
+	require.NoError(t, in[1].Clone(ctx, o), "the connection dropping as mysqld restarts counts as the clone's end")
+	var st *mysql.Status
+	require.Eventually(t, func() bool {
+		var err error
+		st, err = in[1].Status(ctx)
+		return err == nil && servers[1].Starts() > before
+	}, 60*time.Second, 200*time.Millisecond, "mysqld restarts to finish the clone and answers again")
+	require.NotNil(t, st.Clone, "the recipient reports its clone")
+	require.Equal(t, mysql.CloneCompleted, st.Clone.State, "%+v", st.Clone)
 	require.Equal(t, donor.GTIDExecuted, st.GTIDExecuted, "the clone carries the donor's GTID set")
 	require.NotEqual(t, donor.ServerUUID, st.ServerUUID, "the clone keeps its own identity")
 

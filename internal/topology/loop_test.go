@@ -1,0 +1,167 @@
+package topology
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
+)
+
+// clock is a settable clock for the manager.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// A hung primary accepts the connection and answers nothing; each read costs the whole
+// StatusTimeout. Detection counts from the start of the first unanswered read, so the
+// pass after the one that saw it hang already fails over with a detection delay of two
+// read timeouts and a poll.
+func TestAHungPrimaryCountsFromTheFirstReadThatWentUnanswered(t *testing.T) {
+	w := newWorld(t)
+	clk := &clock{t: time.Unix(1000, 0)}
+	w.m.Now = clk.now
+	delay := 2*StatusTimeout + PollInterval
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: delay}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+
+	w.instances["db-0"].hang = func(context.Context) error {
+		clk.add(StatusTimeout) // the read waits out its deadline
+		return context.DeadlineExceeded
+	}
+	d := w.pass(t)
+	require.Equal(t, mysqlv1beta1.ReasonPrimaryUnavailable, d.Reason, d.Message)
+	require.Contains(t, d.Message, "unreachable for 2s")
+	require.Empty(t, w.logged(), "nothing is done within the detection delay")
+
+	clk.add(PollInterval)
+	d = w.pass(t)
+	require.Equal(t, mysqlv1beta1.ReasonFailover, d.Reason, d.Message)
+	require.ElementsMatch(t, []string{"db-1 StopReplication all=false", "db-2 StopReplication all=false"}, strings.Split(w.logged(), "\n"))
+	in := w.m.gather(context.Background(), mustLoad(t, w))
+	require.Equal(t, mysql.FaultNoAnswer, in.Instances[0].Fault, "a hung instance is told apart from a refused one")
+	w.instances["db-0"].hang = nil
+	w.instances["db-0"].down = true
+	in = w.m.gather(context.Background(), mustLoad(t, w))
+	require.Equal(t, mysql.FaultRefused, in.Instances[0].Fault)
+}
+
+func mustLoad(t *testing.T, w *world) *cluster {
+	t.Helper()
+	cl, err := w.m.load(context.Background(), w.c)
+	require.NoError(t, err)
+	return cl
+}
+
+// CLONE runs for as long as the copy takes: a pass only starts it and later passes only
+// look, so passes keep their pace while it runs, and nothing else is asked of the recipient.
+func TestACloneRunsOffThePassAndIsOnlyObserved(t *testing.T) {
+	w := newWorld(t)
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.instances["db-0"].status.GTIDPurged = u1 + ":1-3"
+	w.instances["db-1"].status = mysql.Status{ReadOnly: true, SuperReadOnly: true} // empty: lacks purged transactions
+	gate := make(chan struct{})
+	w.instances["db-1"].cloneGate = gate
+
+	d := w.pass(t)
+	require.Equal(t, mysqlv1beta1.ReasonCloning, d.Reason, d.Message)
+	require.Eventually(t, func() bool { return strings.Contains(w.logged(), "db-1 Clone") }, 5*time.Second, 10*time.Millisecond)
+	for range 3 {
+		d = w.pass(t)
+		require.Equal(t, mysqlv1beta1.ReasonCloning, d.Reason, d.Message)
+		require.Contains(t, d.Message, "db-1 is being cloned")
+		require.Empty(t, w.logged(), "a running clone is observed, not started again, and its recipient is left alone")
+	}
+	close(gate)
+	require.Eventually(t, func() bool { return !w.m.cloning(mustLoad(t, w), "db-1") }, 5*time.Second, 10*time.Millisecond)
+	// Still lacking the transactions (the fake's data did not change): the next clone
+	// waits for cloneRetryDelay instead of starting again at once.
+	r, _ := w.m.pass(context.Background(), w.c)
+	require.Contains(t, r.Message, "the last clone into db-1 ended")
+	require.NotContains(t, w.logged(), "db-1 PrepareClone")
+}
+
+// The clone status the recipient reports is believed over the manager's memory (an
+// operator restarted mid-clone has none).
+func TestACloneInProgressOnTheServerIsLeftAlone(t *testing.T) {
+	w := newWorld(t)
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.instances["db-1"].status.Clone = &mysql.CloneStatus{State: mysql.CloneInProgress}
+	d := w.pass(t)
+	require.Equal(t, mysqlv1beta1.ReasonCloning, d.Reason, d.Message)
+	require.Empty(t, w.logged())
+}
+
+// Each cluster has its own loop: a cluster whose every call hangs holds only its own.
+func TestAClusterWhoseDatabasesHangCostsAnotherNothing(t *testing.T) {
+	w := newWorld(t, "other")
+	release := make(chan struct{})
+	for _, n := range []string{"db-0", "db-1", "db-2"} {
+		// Worse than a hung mysqld: the call ignores its deadline too.
+		w.instances[n].hang = func(context.Context) error { <-release; return context.DeadlineExceeded }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan error, 1)
+	go func() { started <- w.m.Start(ctx) }()
+	defer func() { close(release); cancel(); require.NoError(t, <-started) }()
+
+	w.m.Observe(ctx, w.clusters["db"])
+	other := w.clusters["other"]
+	require.Eventually(t, func() bool { return w.m.Observe(ctx, other).CurrentPrimary == "other-0" }, 10*time.Second, 20*time.Millisecond,
+		"the other cluster bootstraps while every pass of db hangs")
+	select {
+	case ev := <-w.m.Changes():
+		require.NotNil(t, ev.Object)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change was announced to the reconciler")
+	}
+	r := w.m.Observe(ctx, w.clusters["db"])
+	require.True(t, r.Observed.IsZero(), "db's first pass has not ended: %+v", r)
+	require.Equal(t, mysqlv1beta1.ReasonWaitingForInstances, r.Reason)
+}
+
+func TestCheckFailsWhileAPassOutlivesItsDeadlines(t *testing.T) {
+	w := newWorld(t)
+	clk := &clock{t: time.Unix(1000, 0)}
+	w.m.Now = clk.now
+	w.m.loops = map[string]*loop{clusterKey(w.c): {key: clusterKey(w.c), running: clk.now()}}
+	require.NoError(t, w.m.Check())
+	clk.add(stuckAfter + time.Second)
+	err := w.m.Check()
+	require.ErrorContains(t, err, "ns/db")
+}
+
+// Forget stops the loop and drops the cluster's connections; a later Observe starts anew.
+func TestForgetStopsTheLoop(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan error, 1)
+	go func() { started <- w.m.Start(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-started) }()
+	require.Eventually(t, func() bool { return w.m.Observe(ctx, w.c).CurrentPrimary == "db-0" }, 10*time.Second, 20*time.Millisecond)
+	fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer fcancel()
+	require.NoError(t, w.m.Forget(fctx, w.c))
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	require.Empty(t, w.m.loops)
+	require.Empty(t, w.m.conns)
+}
