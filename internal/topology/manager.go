@@ -73,8 +73,10 @@ type Manager struct {
 	down   map[string]time.Time      // by cluster key + instance: unreachable since
 	clones map[string]*cloneRun      // by cluster key + instance
 	loops  map[string]*loop          // by cluster key
-	base   context.Context           // the manager's, once started
-	events chan event.GenericEvent
+	// announced is the bad state last announced by an Event, by cluster key.
+	announced map[string]string
+	base      context.Context // the manager's, once started
+	events    chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
@@ -145,6 +147,7 @@ func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 			delete(m.down, k)
 		}
 	}
+	delete(m.announced, prefix)
 	for k, run := range m.clones {
 		if strings.HasPrefix(k, prefix) {
 			run.cancel()
@@ -304,9 +307,23 @@ func (m *Manager) announce(c *mysqlv1beta1.MySQLCluster, in Input, d Decision) {
 			m.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, string(a.Kind), "%s: %s", a.Target, d.Message)
 		}
 	}
-	if d.State == StateLost || d.State == StateErrant {
-		m.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, "Decide", "%s", d.Message)
+	if d.State == StateLost || d.State == StateErrant || d.State == StateFailoverBlocked {
+		// Once per episode, not once a pass: the loop looks every second.
+		m.mu.Lock()
+		if m.announced == nil {
+			m.announced = map[string]string{}
+		}
+		again := m.announced[clusterKey(c)] == d.Reason
+		m.announced[clusterKey(c)] = d.Reason
+		m.mu.Unlock()
+		if !again {
+			m.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, "Decide", "%s", d.Message)
+		}
+		return
 	}
+	m.mu.Lock()
+	delete(m.announced, clusterKey(c))
+	m.mu.Unlock()
 }
 
 func (m *Manager) now() time.Time {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -280,4 +281,32 @@ func TestManagerFailoverFreezesThenPromotesAndRemembersTheFailedPrimary(t *testi
 	w.pass(t)
 	require.Contains(t, w.logged(), "db-0 PrepareClone")
 	require.Eventually(t, func() bool { return strings.Contains(w.logged(), "db-0 Clone") }, 5*time.Second, 10*time.Millisecond)
+}
+
+// A partial partition: the primary and one replica stop answering the operator. With one
+// acknowledgement per commit that replica may hold the only copy of the newest acknowledged
+// write, so nothing is promoted, nothing is frozen, and one Event says why.
+func TestManagerRefusesAFailoverItCannotProveLossless(t *testing.T) {
+	w := newWorld(t)
+	rec := events.NewFakeRecorder(10)
+	w.m.Recorder = rec
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 0}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+	<-rec.Events // the bootstrap's
+	w.instances["db-0"].down = true
+	w.instances["db-1"].down = true
+	for range 3 {
+		d := w.pass(t)
+		require.Equal(t, mysqlv1beta1.ReasonFailoverBlocked, d.Reason, d.Message)
+		require.Contains(t, d.Message, "1 of 2 replicas unreachable or unfit (db-1 unreachable: Refused)")
+		require.Empty(t, w.logged(), "a blocked failover changes nothing")
+	}
+	require.Equal(t, "db-0", w.holder(t))
+	require.Len(t, rec.Events, 1, "one Event for the episode, not one a pass")
+	require.Contains(t, <-rec.Events, "FailoverBlocked")
+	w.instances["db-1"].down = false
+	d := w.pass(t)
+	require.Equal(t, mysqlv1beta1.ReasonFailover, d.Reason, "with db-1 back, the failover goes on: %s", d.Message)
 }
