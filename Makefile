@@ -110,7 +110,7 @@ verify-generated: manifests generate bundle catalog ## Fail when generated files
 
 ##@ Test
 
-TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-olm test-chainsaw scorecard-local
+TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chaos test-olm test-chainsaw scorecard-local
 .PHONY: test
 test: ## Run every test tier in order (what CI runs) and end with a table of how long each took.
 	@hack/run-tiers.sh $(TEST_TIERS)
@@ -148,6 +148,14 @@ test-mysql: mysql ## Tests against real mysqld instances.
 test-e2e: build cluster-tools mysql images kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
 	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 
+# The chaos suite prints its summary line (`chaos rounds=… lost_writes=… seed=…`) at the end;
+# DOLPHIN_CHAOS_SEED=<seed> replays a run's order of rounds.
+.PHONY: test-chaos
+test-chaos: build cluster-tools mysql images kustomize manifests ## Fault rounds (kills, hangs, partitions, operator and API server restarts) with a lost-write checker, on real nodes (log: .run/test-chaos.log).
+	@mkdir -p .run
+	$(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/chaos/... 2>&1 | tee .run/test-chaos.log
+	@grep '^chaos rounds=' .run/test-chaos.log
+
 # OLM's CRDs come from the pinned OLM module (downloaded by `make olm`).
 OLM_CRDS = $(shell cd $(TOOLS)/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds
 
@@ -164,7 +172,7 @@ test-chainsaw: cluster-tools images chainsaw kustomize manifests ## Chainsaw sui
 	  --run '$(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
 
 .PHONY: bench-failover
-bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, mysqld crash, switchover (BENCH_RUNS, default 5).
+bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, hung mysqld (SIGSTOP), mysqld crash, switchover (BENCH_RUNS, default 5).
 	go build -o $(LOCALBIN)/bench-failover ./test/bench/failover
 	$(LOCALBIN)/bench-failover --runs $(BENCH_RUNS)
 

@@ -57,7 +57,7 @@ func readyCluster(t *testing.T, ns, name string) *mysqlv1beta1.MySQLCluster {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
 			return err
 		}
-		if !meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) || c.Status.ReadyInstances != 3 {
+		if !meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) || c.Status.ReadyInstances != *c.Spec.Instances {
 			return fmt.Errorf("phase %s, ready %d, conditions %v", c.Status.Phase, c.Status.ReadyInstances, c.Status.Conditions)
 		}
 		return nil

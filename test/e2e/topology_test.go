@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,49 +106,23 @@ func requireNoLostWrites(t *testing.T, ns, pod string, acks []workload.Ack) {
 }
 
 // sampler counts, every 50 ms, the instances that would accept a write.
-type sampler struct {
-	maxWritable atomic.Int32
-	samples     atomic.Int32
-	stop        atomic.Bool
-	done        chan struct{}
-}
+type sampler struct{ *workload.Sampler }
 
-func startSampler(t *testing.T, ns string, names ...string) *sampler {
+func startSampler(t *testing.T, ns string, names ...string) sampler {
 	t.Helper()
-	s := &sampler{done: make(chan struct{})}
 	dbs := map[string]*sql.DB{}
 	for _, n := range names {
 		d := dbOf(t, ns, n)
 		d.SetConnMaxLifetime(time.Second)
 		dbs[n] = d
 	}
-	go func() {
-		defer close(s.done)
-		for !s.stop.Load() {
-			writable := int32(0)
-			for _, d := range dbs {
-				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-				var ro, sro bool
-				if err := d.QueryRowContext(ctx, "SELECT @@read_only, @@super_read_only").Scan(&ro, &sro); err == nil && !ro && !sro {
-					writable++
-				}
-				cancel()
-			}
-			if writable > s.maxWritable.Load() {
-				s.maxWritable.Store(writable)
-			}
-			s.samples.Add(1)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-	return s
+	return sampler{workload.StartSampler(dbs)}
 }
 
-func (s *sampler) finish(t *testing.T) {
-	s.stop.Store(true)
-	<-s.done
-	t.Logf("%d samples, at most %d writable instance(s) at once", s.samples.Load(), s.maxWritable.Load())
-	require.LessOrEqual(t, s.maxWritable.Load(), int32(1), "never two writable instances")
+func (s sampler) finish(t *testing.T) {
+	r := s.Stop()
+	t.Logf("%d samples, at most %d writable instance(s) at once", r.Samples, r.MaxWritable)
+	require.LessOrEqual(t, r.MaxWritable, 1, "never two writable instances (first seen: %s)", r.FirstOffence)
 }
 
 // TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite switches over by spec.primary to an

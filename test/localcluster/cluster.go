@@ -47,6 +47,8 @@ type Cluster struct {
 	ownDir     bool
 	creds      *credentials
 	procs      []*process
+	etcd, api  *process
+	restarts   int // of kube-apiserver
 	provision  *provisioner
 	cancel     context.CancelFunc
 	restConfig *rest.Config
@@ -155,6 +157,13 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.procs = append(c.procs, etcd)
+	c.etcd = etcd
+	return c.startAPI(ctx)
+}
+
+// startAPI starts kube-apiserver (etcd runs) and waits until it is ready.
+func (c *Cluster) startAPI(ctx context.Context) error {
+	logs := filepath.Join(c.cfg.Dir, "logs")
 	p := c.creds
 	api, err := startProcess(logs, "kube-apiserver", c.bin("kube-apiserver"),
 		"--etcd-servers="+etcdClientURL,
@@ -182,8 +191,9 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.procs = append(c.procs, api)
+	c.api = api
 	return poll(ctx, "kube-apiserver /readyz", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		for _, pr := range []*process{etcd, api} {
+		for _, pr := range []*process{c.etcd, api} {
 			if done, _ := pr.exited(); done {
 				return false, pr.errExited()
 			}
@@ -195,6 +205,22 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling control-plane upgrade
+// does) and starts it again on the same etcd, waiting until it is ready. Its earlier log
+// is kept as kube-apiserver.log.<n>.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	if c.api == nil {
+		return errors.New("localcluster: no kube-apiserver to restart")
+	}
+	c.api.stop(30 * time.Second)
+	c.restarts++
+	logs := filepath.Join(c.cfg.Dir, "logs")
+	if err := os.Rename(filepath.Join(logs, "kube-apiserver.log"), filepath.Join(logs, fmt.Sprintf("kube-apiserver.log.%d", c.restarts))); err != nil {
+		return fmt.Errorf("while keeping the kube-apiserver log: %w", err)
+	}
+	return c.startAPI(ctx)
 }
 
 func (c *Cluster) startControllers() error {

@@ -185,6 +185,37 @@ func (b *bench) crash(ctx context.Context) (result, error) {
 	return r, err
 }
 
+// hung stops the primary's mysqld with SIGSTOP: the process is there, its port accepts
+// connections in the kernel, and nothing answers. It measures from the stop to the first
+// write acknowledged after it (by the replica the operator promotes), then resumes the old
+// primary (SIGCONT) and waits for the cluster to settle with spec.primary's instance back.
+func (b *bench) hung(ctx context.Context) (result, error) {
+	c := &mysqlv1beta1.MySQLCluster{}
+	if err := b.k8s.Get(ctx, b.key, c); err != nil {
+		return result{}, err
+	}
+	pod := &corev1.Pod{}
+	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Status.CurrentPrimary}, pod); err != nil {
+		return result{}, err
+	}
+	stopped := time.Now()
+	if err := b.g.Signal(pod, "mysqld", syscall.SIGSTOP); err != nil {
+		return result{}, err
+	}
+	r, err := b.firstAcks(ctx, stopped)
+	// Resumed whatever happened (its liveness probe may have restarted it meanwhile).
+	_ = b.g.Signal(pod, "mysqld", syscall.SIGCONT)
+	if err != nil {
+		return result{}, err
+	}
+	primary, err := b.settled(ctx, c.Spec.Primary)
+	if err != nil {
+		return result{}, err
+	}
+	r.lost, err = b.lost(ctx, primary)
+	return r, err
+}
+
 // failover stops the node of the primary (first moved, unmeasured, to an instance away from
 // the operator's node: the operator must survive the loss) and measures from the stop to
 // the first write the new primary acknowledged; then the node returns and the cluster

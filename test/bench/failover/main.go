@@ -1,16 +1,18 @@
 // Command failover measures, on the real-node test ground, how long a MySQLCluster is
 // without a writable primary: after the primary's node is lost (failover: node stopped →
 // a new primary accepts writes through the primary Service), after the primary's mysqld is
-// killed (kubelet restarts it: kill → writes accepted again) and during a planned
+// killed (kubelet restarts it: kill → writes accepted again), after it hangs (SIGSTOP:
+// stop → a new primary accepts writes) and during a planned
 // switchover (spec.primary changed → writes accepted again). Two writers commit
 // throughout: one through the primary Service (its DNS name, ClusterIP and kube-proxy, as an
 // application would), one that follows the Service's ready endpoint itself and dials the
 // pod's IP (the baseline: the operator's part alone, as this benchmark measured before the
 // ground had real nodes). Every acknowledged row of both is checked on the new primary.
-// The last three lines are the summary `make bench-failover` promises (p50/max through
+// The last four lines are the summary `make bench-failover` promises (p50/max through
 // the Service, then the endpoint writer's):
 //
 //	failover_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
+//	hung_failover_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
 //	crash_unavailable_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
 //	switchover_unavailable_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
 package main
@@ -32,7 +34,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	runs := flag.Int("runs", 5, "failovers, crashes and switchovers to measure, each")
+	runs := flag.Int("runs", 5, "failovers, hangs, crashes and switchovers to measure, each")
 	delay := flag.Duration("detection-delay", 2*time.Second, "spec.replication.failover.detectionDelay")
 	flag.Parse()
 	if err := run(*runs, *delay); err != nil {
@@ -60,6 +62,7 @@ func run(runs int, delay time.Duration) error {
 		{"switchover", "writes unavailable", "switchover_unavailable_seconds", b.switchover},
 		{"crash", "kill to writes acknowledged", "crash_unavailable_seconds", b.crash},
 		{"failover", "node stop to new primary", "failover_seconds", b.failover},
+		{"hung", "SIGSTOP to writes acknowledged", "hung_failover_seconds", b.hung},
 	}
 	service, direct := make([][]time.Duration, len(kinds)), make([][]time.Duration, len(kinds))
 	lost := make([]int, len(kinds))
@@ -76,7 +79,7 @@ func run(runs int, delay time.Duration) error {
 		}
 	}
 	fmt.Printf("detection delay %s, %d runs each, %d writes acknowledged\n", delay, runs, b.acked())
-	for _, k := range []int{2, 1, 0} {
+	for _, k := range []int{2, 3, 1, 0} {
 		fmt.Printf("%s p50=%.3f max=%.3f lost_writes=%d direct_p50=%.3f direct_max=%.3f\n", kinds[k].summary,
 			p50(service[k]), maxOf(service[k]), lost[k], p50(direct[k]), maxOf(direct[k]))
 	}

@@ -1,0 +1,172 @@
+package chaos_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/test/ground"
+	"github.com/dolphin-operator/dolphin/test/workload"
+)
+
+// run is what a round works with.
+type run struct {
+	t         *testing.T
+	ns        string
+	name      string
+	names     []string
+	bystander string
+	pokes     int
+}
+
+// TestChaos runs every round once, in an order drawn from the seed it prints
+// (DOLPHIN_CHAOS_SEED replays one), and prints one summary line.
+func TestChaos(t *testing.T) {
+	ctx := context.Background()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("DOLPHIN_CHAOS_SEED"); s != "" {
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err, "DOLPHIN_CHAOS_SEED")
+	}
+	r := &run{t: t, ns: namespace(t), name: "chaos", names: []string{"chaos-0", "chaos-1", "chaos-2"}, bystander: "bystander"}
+	require.NoError(t, k8s.Create(ctx, newCluster(r.ns, r.name, 3)))
+	require.NoError(t, k8s.Create(ctx, newCluster(r.ns, r.bystander, 1)))
+	for _, n := range []string{r.name, r.bystander} {
+		took, _, err := ready(ctx, r.ns, n, 4*time.Minute)
+		require.NoError(t, err, "%s Ready", n)
+		t.Logf("%s Ready after %s", n, took.Round(time.Second))
+	}
+
+	w, err := workload.StartWriter(ctx, func(ctx context.Context) (*sql.DB, error) {
+		return g.HostDB(ctx, r.ns, r.name, ground.ServiceHost(r.ns, r.name+"-primary"))
+	})
+	require.NoError(t, err)
+	dbs := map[string]*sql.DB{}
+	for _, n := range r.names {
+		d, err := g.DB(ctx, r.ns, r.name, n)
+		require.NoError(t, err)
+		d.SetConnMaxLifetime(time.Second)
+		defer d.Close()
+		dbs[n] = d
+	}
+	s := workload.StartSampler(dbs)
+
+	rounds := r.rounds()
+	rng := rand.New(rand.NewPCG(seed, seed>>1))
+	rng.Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
+	t.Logf("chaos seed=%d order=%v", seed, names(rounds))
+	var maxRecovery time.Duration
+	lost := 0
+	for k, rd := range rounds {
+		start := time.Now()
+		pokesBefore := r.pokes
+		ended, err := rd.fault(ctx)
+		require.NoError(t, err, "round %s: the fault", rd.name)
+		took, c, err := ready(ctx, r.ns, r.name, recoveryBound)
+		require.NoError(t, err, "round %s: the cluster is Ready within %s of the fault's end", rd.name, recoveryBound)
+		recovery := time.Since(ended)
+		maxRecovery = max(maxRecovery, recovery)
+		missing, err := r.lostWrites(ctx, c.Status.CurrentPrimary, w.Acks())
+		require.NoError(t, err, "round %s: reading the acknowledged writes", rd.name)
+		lost += len(missing)
+		t.Logf("round %d %s: %s in all, Ready %s after the fault ended (%s waiting), primary %s, %d acknowledged, lost %v",
+			k+1, rd.name, time.Since(start).Round(100*time.Millisecond), recovery.Round(100*time.Millisecond),
+			took.Round(100*time.Millisecond), c.Status.CurrentPrimary, len(w.Acks()), missing)
+		require.Empty(t, missing, "round %s: acknowledged writes missing from the primary", rd.name)
+		require.Greater(t, r.pokes, pokesBefore, "round %s: the bystander was reconciled during the round", rd.name)
+	}
+	acks := w.Stop()
+	sr := s.Stop()
+	_, c, err := ready(ctx, r.ns, r.name, recoveryBound)
+	require.NoError(t, err)
+	missing, err := r.lostWrites(ctx, c.Status.CurrentPrimary, acks)
+	require.NoError(t, err)
+	lost += len(missing)
+	fmt.Printf("chaos rounds=%d faults=%d lost_writes=%d two_writable_samples=%d max_recovery_s=%.1f seed=%d\n",
+		len(rounds), len(rounds), lost, sr.TwoWritable, maxRecovery.Seconds(), seed)
+	require.Zero(t, lost, "acknowledged writes lost")
+	require.Zero(t, sr.TwoWritable, "samples with two writable instances (first: %s)", sr.FirstOffence)
+	require.Positive(t, sr.Samples)
+	require.NotEmpty(t, acks)
+
+	// No finalizer stuck: the cluster goes when deleted.
+	require.NoError(t, k8s.Delete(ctx, c))
+	require.NoError(t, ground.Poll(ctx, 2*time.Minute, func() error {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &mysqlv1beta1.MySQLCluster{})
+		if err == nil {
+			return fmt.Errorf("%s still exists", c.Name)
+		}
+		return client.IgnoreNotFound(err)
+	}), "the cluster's deletion completes")
+}
+
+func names(rs []round) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.name
+	}
+	return out
+}
+
+// lostWrites reads the acknowledged ids back from the primary (at its pod's IP; retried
+// for a bounded time, as a connection may be cut right after a round).
+func (r *run) lostWrites(ctx context.Context, primary string, acks []workload.Ack) ([]int, error) {
+	var missing []int
+	err := ground.Poll(ctx, 30*time.Second, func() error {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		d, err := podDB(cctx, r.ns, r.name, primary)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		missing, err = workload.Lost(cctx, d, acks)
+		return err
+	})
+	return missing, err
+}
+
+// poke changes the bystander's spec and waits for its status to catch up: the operator
+// reconciles other clusters while this one is in trouble.
+func (r *run) poke(ctx context.Context) error {
+	c := &mysqlv1beta1.MySQLCluster{}
+	key := client.ObjectKey{Namespace: r.ns, Name: r.bystander}
+	if err := k8s.Get(ctx, key, c); err != nil {
+		return err
+	}
+	d := 2 * time.Second
+	if c.Spec.Replication.Failover.DetectionDelay != nil && c.Spec.Replication.Failover.DetectionDelay.Duration == d {
+		d = 3 * time.Second
+	}
+	c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: d}
+	if err := ground.Poll(ctx, time.Minute, func() error { return k8s.Update(ctx, c) }); err != nil {
+		return err // the API server may be restarting
+	}
+	want := c.Generation
+	// Long enough for an operator that was just killed: its successor waits out the
+	// leader-election lease first.
+	if err := ground.Poll(ctx, time.Minute, func() error {
+		if err := k8s.Get(ctx, key, c); err != nil {
+			return err
+		}
+		if c.Status.ObservedGeneration < want {
+			return fmt.Errorf("bystander status at generation %d of %d", c.Status.ObservedGeneration, want)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("the bystander was not reconciled: %w", err)
+	}
+	r.pokes++
+	return nil
+}
