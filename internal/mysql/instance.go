@@ -91,6 +91,8 @@ type Instance interface {
 	PrepareClone(ctx context.Context, o CloneOptions) error
 	Clone(ctx context.Context, o CloneOptions) error
 	SetSuperReadOnly(ctx context.Context, on bool) error
+	// Fence sets super_read_only and ends every client session but keep's (see Fence).
+	Fence(ctx context.Context, keep ...string) error
 	// StopReplication stops both threads (all=true) or only the receiver (all=false).
 	StopReplication(ctx context.Context, all bool) error
 	KillConnections(ctx context.Context, exceptUsers ...string) error

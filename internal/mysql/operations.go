@@ -159,6 +159,62 @@ func (i *instance) StopReplication(ctx context.Context, all bool) error {
 	return i.Exec(ctx, "STOP REPLICA IO_THREAD")
 }
 
+// Fence makes the instance read-only for everyone (super_read_only) and ends every client
+// session but keep's, so that no transaction begun before can commit afterwards.
+//
+// SET GLOBAL super_read_only waits for the commits in progress, and on a primary cut off
+// from its replicas those wait for a semi-sync acknowledgement that cannot come; killing
+// their sessions does not end that wait (seen on MySQL 9.7: the thread stays "Killed",
+// "Waiting for semi-sync ACK from replica"). So: the SET is sent first and left pending
+// (a pending global read lock holds every new write back), client sessions are killed
+// (their sockets close: nobody can be told of a commit any more), and if the SET still
+// waits, semi-sync's source side is turned off, which lets the killed sessions' commits
+// end. Those commits are acknowledged to nobody; they stay in this instance's binary log
+// (errant transactions, for the topology manager to deal with).
+func (i *instance) Fence(ctx context.Context, keep ...string) error {
+	set := make(chan error, 1)
+	go func() { set <- i.Exec(ctx, "SET GLOBAL super_read_only = ON") }()
+	wait := func(d time.Duration) (bool, error) {
+		select {
+		case err := <-set:
+			return true, err
+		case <-time.After(d):
+			return false, nil
+		case <-ctx.Done():
+			return false, fmt.Errorf("%s: fencing: %w", i.cfg.Addr, ctx.Err())
+		}
+	}
+	done, err := wait(500 * time.Millisecond)
+	if err != nil {
+		return err
+	}
+	if err := i.KillConnections(ctx, keep...); err != nil {
+		return err
+	}
+	if !done {
+		if done, err = wait(time.Second); err != nil {
+			return err
+		}
+	}
+	if !done {
+		if err := i.Exec(ctx, "SET GLOBAL rpl_semi_sync_source_enabled = OFF"); err != nil {
+			return err
+		}
+		if _, err := wait(time.Until(deadline(ctx))); err != nil {
+			return err
+		}
+	}
+	return i.KillConnections(ctx, keep...)
+}
+
+// deadline is ctx's deadline, or a minute from now when it has none.
+func deadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Minute)
+}
+
 // KillConnections ends every client session except the listed users' (the operator's,
 // replication's): after fencing, a session that began a transaction before
 // super_read_only could otherwise still commit it.

@@ -62,6 +62,13 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 	case ActConfigurePrimary:
 		return t.ConfigurePrimary(ctx, primaryOptions(cl))
 	case ActConfigureReplica:
+		// One not yet fenced (an old primary) is fenced the careful way first:
+		// ConfigureReplica's own SET super_read_only would wait on a stuck commit.
+		if !cl.fenced[a.Target] {
+			if err := fence(ctx, t); err != nil {
+				return err
+			}
+		}
 		return t.ConfigureReplica(ctx, m.replicaOptions(cl, a.From))
 	case ActClone:
 		return m.startClone(ctx, cl, t, a)
@@ -72,12 +79,10 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 }
 
 // fence makes an instance read-only for everyone and ends the sessions that could still
-// commit a transaction begun before.
+// commit a transaction begun before (mysql's Fence says how, with commits stuck waiting for
+// an acknowledgement too).
 func fence(ctx context.Context, t mysql.Instance) error {
-	if err := t.SetSuperReadOnly(ctx, true); err != nil {
-		return err
-	}
-	return t.KillConnections(ctx, resources.AdminUser, resources.ReplicationUser)
+	return t.Fence(ctx, resources.AdminUser, resources.ReplicationUser)
 }
 
 // promote waits until the candidate has applied wait, records it as primary (the point of

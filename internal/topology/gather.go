@@ -206,6 +206,7 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	}
 	delete(m.down, downKey)
 	cl.handles[name] = conn
+	cl.fenced[name] = st.SuperReadOnly
 	return inst
 }
 

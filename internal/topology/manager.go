@@ -166,6 +166,8 @@ type cluster struct {
 	adminPassword   string
 	replicaPassword string
 	handles         map[string]mysql.Instance
+	// fenced: super_read_only was on when the instance was read this pass.
+	fenced map[string]bool
 	// failedPrimary is the primary the last failover replaced, until it replicates again.
 	failedPrimary string
 	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
@@ -181,7 +183,7 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 	if err := m.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
 		return nil, fmt.Errorf("while listing pods: %w", err)
 	}
-	cl := &cluster{obj: c, pods: map[string]*corev1.Pod{}, handles: map[string]mysql.Instance{},
+	cl := &cluster{obj: c, pods: map[string]*corev1.Pod{}, handles: map[string]mysql.Instance{}, fenced: map[string]bool{},
 		adminPassword:   string(secret.Data[resources.KeyAdminPassword]),
 		replicaPassword: string(secret.Data[resources.KeyReplicationPassword])}
 	for i := range pods.Items {

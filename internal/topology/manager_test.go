@@ -87,6 +87,11 @@ func (f *fakeInstance) SetSuperReadOnly(_ context.Context, on bool) error {
 	f.status.SuperReadOnly = on
 	return nil
 }
+func (f *fakeInstance) Fence(context.Context, ...string) error {
+	f.record("Fence")
+	f.status.SuperReadOnly = true
+	return nil
+}
 func (f *fakeInstance) StopReplication(_ context.Context, all bool) error {
 	f.record(fmt.Sprintf("StopReplication all=%v", all))
 	return nil
@@ -243,7 +248,7 @@ func TestManagerSwitchoverFencesBeforePromoting(t *testing.T) {
 	w.c.Spec.Primary = "db-2"
 	w.pass(t)
 	require.Equal(t, []string{
-		"db-0 SetSuperReadOnly true", "db-0 KillConnections",
+		"db-0 Fence",
 		"db-2 WaitForGTID " + u1 + ":1-5", "db-2 ConfigurePrimary",
 		"db-0 ConfigureReplica 10.0.0.3",
 	}, w.log)

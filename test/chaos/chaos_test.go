@@ -142,16 +142,20 @@ func (r *run) lostWrites(ctx context.Context, primary string, acks []workload.Ac
 func (r *run) poke(ctx context.Context) error {
 	c := &mysqlv1beta1.MySQLCluster{}
 	key := client.ObjectKey{Namespace: r.ns, Name: r.bystander}
-	if err := k8s.Get(ctx, key, c); err != nil {
+	// Read and written again on a conflict (the operator writes the status) or while the
+	// API server restarts.
+	if err := ground.Poll(ctx, time.Minute, func() error {
+		if err := k8s.Get(ctx, key, c); err != nil {
+			return err
+		}
+		d := 2 * time.Second
+		if c.Spec.Replication.Failover.DetectionDelay != nil && c.Spec.Replication.Failover.DetectionDelay.Duration == d {
+			d = 3 * time.Second
+		}
+		c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: d}
+		return k8s.Update(ctx, c)
+	}); err != nil {
 		return err
-	}
-	d := 2 * time.Second
-	if c.Spec.Replication.Failover.DetectionDelay != nil && c.Spec.Replication.Failover.DetectionDelay.Duration == d {
-		d = 3 * time.Second
-	}
-	c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: d}
-	if err := ground.Poll(ctx, time.Minute, func() error { return k8s.Update(ctx, c) }); err != nil {
-		return err // the API server may be restarting
 	}
 	want := c.Generation
 	// Long enough for an operator that was just killed: its successor waits out the

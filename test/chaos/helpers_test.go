@@ -38,7 +38,7 @@ func newCluster(ns, name string, instances int32) *mysqlv1beta1.MySQLCluster {
 	return &mysqlv1beta1.MySQLCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(instances), DeletionPolicy: mysqlv1beta1.DeletionPolicyDelete,
-			MySQL: mysqlv1beta1.MySQLSpec{Version: g.MySQLSeries(), Config: map[string]string{"innodb_buffer_pool_size": "64M"}},
+			MySQL:   mysqlv1beta1.MySQLSpec{Version: g.MySQLSeries(), Config: map[string]string{"innodb_buffer_pool_size": "64M"}},
 			Storage: mysqlv1beta1.StorageSpec{Size: &size},
 			Replication: mysqlv1beta1.ReplicationSpec{Failover: mysqlv1beta1.FailoverSpec{
 				DetectionDelay: &metav1.Duration{Duration: 2 * time.Second}}}},

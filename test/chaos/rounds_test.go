@@ -242,29 +242,34 @@ func (r *run) killOperatorMidClone(ctx context.Context) (time.Time, error) {
 }
 
 func (r *run) annotate(ctx context.Context, reclone string) error {
-	c := &mysqlv1beta1.MySQLCluster{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.name}, c); err != nil {
-		return err
-	}
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	if reclone == "" {
-		delete(c.Annotations, "mysql.dolphin-operator.io/reclone")
-	} else {
-		c.Annotations["mysql.dolphin-operator.io/reclone"] = reclone
-	}
-	return k8s.Update(ctx, c)
+	return r.update(ctx, func(c *mysqlv1beta1.MySQLCluster) {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		if reclone == "" {
+			delete(c.Annotations, "mysql.dolphin-operator.io/reclone")
+		} else {
+			c.Annotations["mysql.dolphin-operator.io/reclone"] = reclone
+		}
+	})
 }
 
 // setPrimary sets spec.primary.
 func (r *run) setPrimary(ctx context.Context, name string) error {
-	c := &mysqlv1beta1.MySQLCluster{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.name}, c); err != nil {
-		return err
-	}
-	c.Spec.Primary = name
-	return k8s.Update(ctx, c)
+	return r.update(ctx, func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Primary = name })
+}
+
+// update changes the cluster, reading it again on a conflict (the operator writes its
+// status meanwhile).
+func (r *run) update(ctx context.Context, change func(*mysqlv1beta1.MySQLCluster)) error {
+	return ground.Poll(ctx, 30*time.Second, func() error {
+		c := &mysqlv1beta1.MySQLCluster{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.name}, c); err != nil {
+			return err
+		}
+		change(c)
+		return k8s.Update(ctx, c)
+	})
 }
 
 func (r *run) restartAPIServerMidSwitchover(ctx context.Context) (time.Time, error) {

@@ -209,3 +209,54 @@ func TestWaitForGTIDTimesOut(t *testing.T) {
 	err := in[0].WaitForGTID(ctx, "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5", time.Second)
 	require.ErrorIs(t, err, mysql.ErrWaitTimeout)
 }
+
+// A primary whose replicas stopped acknowledging holds each commit in semi-sync's wait,
+// and SET GLOBAL super_read_only waits for those commits; killing the waiting session does
+// not end the wait. Fence still takes effect, and the waiting client is never told its
+// commit succeeded.
+func TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement(t *testing.T) {
+	ctx := testContext(t)
+	servers, in := cluster(t, 2)
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
+	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	semiSyncClients(t, ctx, in[0], 1, in[1])
+	require.NoError(t, in[0].Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'"))
+	require.NoError(t, in[0].Exec(ctx, "GRANT ALL ON *.* TO 'app'@'%'"))
+	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
+	require.NoError(t, in[1].StopReplication(ctx, false)) // no acknowledgement from now on
+	semiSyncClients(t, ctx, in[0], 0, in[1])
+
+	client, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: "app", Password: "app-pw"})
+	require.NoError(t, err)
+	defer client.Close()
+	root, err := servers[0].DB()
+	require.NoError(t, err)
+	defer root.Close()
+	committed := make(chan error, 1)
+	go func() { committed <- client.Exec(ctx, "INSERT INTO app.t VALUES (1)") }()
+	eventually(t, "the commit waiting for an acknowledgement", func() error {
+		var n int
+		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'app' AND STATE LIKE '%semi-sync%'").Scan(&n); err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("%d sessions waiting", n)
+		}
+		return nil
+	})
+
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, in[0].Fence(fctx, "root"), "the fence takes effect with a commit waiting")
+	select {
+	case err := <-committed:
+		require.Error(t, err, "the killed session's client is not told its commit succeeded")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting commit's client was not cut off")
+	}
+	st, err := in[0].Status(ctx)
+	require.NoError(t, err)
+	require.True(t, st.SuperReadOnly, "fenced")
+	require.Error(t, client.Exec(ctx, "INSERT INTO app.t VALUES (2)"), "nothing more commits")
+}
