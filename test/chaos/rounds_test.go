@@ -305,8 +305,12 @@ func (r *run) twoSwitchovers(ctx context.Context) (time.Time, error) {
 		return ended, err
 	}
 	return ended, ground.Poll(ctx, recoveryBound, func() error {
-		if got, err := r.primary(ctx); err != nil || got != o[1] {
-			return fmt.Errorf("primary %q (%v), want the last asked for, %s", got, err, o[1])
+		got, err := r.primary(ctx)
+		if err != nil {
+			return err
+		}
+		if got != o[1] {
+			return fmt.Errorf("primary %q, want the last asked for, %s", got, o[1])
 		}
 		return nil
 	})
