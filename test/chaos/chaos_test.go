@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -61,6 +62,12 @@ func TestChaos(t *testing.T) {
 		dbs[n] = d
 	}
 	s := workload.StartSampler(dbs)
+	require.NoError(t, ground.Poll(ctx, time.Minute, func() error {
+		if len(w.Acks()) == 0 {
+			return errors.New("no write acknowledged yet")
+		}
+		return nil
+	}), "the writer commits before the first round")
 
 	rounds := r.rounds()
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
@@ -73,7 +80,7 @@ func TestChaos(t *testing.T) {
 		pokesBefore := r.pokes
 		ended, err := rd.fault(ctx)
 		require.NoError(t, err, "round %s: the fault", rd.name)
-		took, c, err := ready(ctx, r.ns, r.name, recoveryBound)
+		took, c, err := r.settled(ctx, w, ended)
 		require.NoError(t, err, "round %s: the cluster is Ready within %s of the fault's end", rd.name, recoveryBound)
 		recovery := time.Since(ended)
 		maxRecovery = max(maxRecovery, recovery)
@@ -86,10 +93,10 @@ func TestChaos(t *testing.T) {
 		require.Empty(t, missing, "round %s: acknowledged writes missing from the primary", rd.name)
 		require.Greater(t, r.pokes, pokesBefore, "round %s: the bystander was reconciled during the round", rd.name)
 	}
+	_, c, err := r.settled(ctx, w, time.Now())
+	require.NoError(t, err, "the cluster is settled at the end")
 	acks := w.Stop()
 	sr := s.Stop()
-	_, c, err := ready(ctx, r.ns, r.name, recoveryBound)
-	require.NoError(t, err)
 	missing, err := r.lostWrites(ctx, c.Status.CurrentPrimary, acks)
 	require.NoError(t, err)
 	lost += len(missing)
@@ -172,5 +179,67 @@ func (r *run) poke(ctx context.Context) error {
 		return fmt.Errorf("the bystander was not reconciled: %w", err)
 	}
 	r.pokes++
+	return nil
+}
+
+// settled waits, within recoveryBound, until after the fault: a write was acknowledged
+// after it ended, the status says Ready, and every instance is what that status says over
+// SQL (the primary writable, each other fenced and replicating from it, both threads on).
+func (r *run) settled(ctx context.Context, w *workload.Writer, ended time.Time) (time.Duration, *mysqlv1beta1.MySQLCluster, error) {
+	start := time.Now()
+	actx, cancel := context.WithTimeout(ctx, recoveryBound)
+	defer cancel()
+	if _, err := w.AckedAfter(actx, ended); err != nil {
+		return time.Since(start), nil, err
+	}
+	var c *mysqlv1beta1.MySQLCluster
+	err := ground.Poll(ctx, recoveryBound-time.Since(start), func() error {
+		var err error
+		if _, c, err = ready(ctx, r.ns, r.name, 0); err != nil {
+			return err
+		}
+		return r.replicating(ctx, c.Status.CurrentPrimary)
+	})
+	return time.Since(start), c, err
+}
+
+// replicating checks every instance over SQL against primary.
+func (r *run) replicating(ctx context.Context, primary string) error {
+	for _, n := range r.names {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := func() error {
+			d, err := podDB(cctx, r.ns, r.name, n)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			var sro bool
+			if err := d.QueryRowContext(cctx, "SELECT @@super_read_only").Scan(&sro); err != nil {
+				return err
+			}
+			if n == primary {
+				if sro {
+					return fmt.Errorf("primary %s is read-only", n)
+				}
+				return nil
+			}
+			var host, io, sqlState string
+			err = d.QueryRowContext(cctx, `SELECT c.HOST, s.SERVICE_STATE, a.SERVICE_STATE
+FROM performance_schema.replication_connection_configuration c
+JOIN performance_schema.replication_connection_status s USING (CHANNEL_NAME)
+JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan(&host, &io, &sqlState)
+			if err != nil {
+				return fmt.Errorf("%s: %w", n, err)
+			}
+			if !sro || host != ground.InstanceHost(r.ns, r.name, primary) || io != "ON" || sqlState != "ON" {
+				return fmt.Errorf("%s: super_read_only %v, source %s, receiver %s, applier %s", n, sro, host, io, sqlState)
+			}
+			return nil
+		}()
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
