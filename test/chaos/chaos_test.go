@@ -149,9 +149,11 @@ func (r *run) lostWrites(ctx context.Context, primary string, acks []workload.Ac
 func (r *run) poke(ctx context.Context) error {
 	c := &mysqlv1beta1.MySQLCluster{}
 	key := client.ObjectKey{Namespace: r.ns, Name: r.bystander}
-	// Read and written again on a conflict (the operator writes the status) or while the
-	// API server restarts.
-	if err := ground.Poll(ctx, time.Minute, func() error {
+	// Read and written again on a conflict (the operator writes the status), while the
+	// API server restarts, or while no operator answers the webhooks: after an API server
+	// outage longer than its lease the operator exits (leader election lost) and the
+	// kubelet's restart back-off grows with every exit of the run.
+	if err := ground.Poll(ctx, recoveryBound, func() error {
 		if err := k8s.Get(ctx, key, c); err != nil {
 			return err
 		}
@@ -165,9 +167,9 @@ func (r *run) poke(ctx context.Context) error {
 		return err
 	}
 	want := c.Generation
-	// Long enough for an operator that was just killed: its successor waits out the
-	// leader-election lease first.
-	if err := ground.Poll(ctx, time.Minute, func() error {
+	// Long enough for an operator that was just killed: its successor waits out its
+	// container's restart back-off and the leader-election lease first.
+	if err := ground.Poll(ctx, recoveryBound, func() error {
 		if err := k8s.Get(ctx, key, c); err != nil {
 			return err
 		}
