@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +15,7 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/test/ground"
+	"github.com/dolphin-operator/dolphin/test/ground/suite"
 )
 
 // recoveryBound is how long the cluster may take to be Ready again after a fault ends
@@ -24,14 +24,7 @@ import (
 // (15 s) and then the restart back-off of its container.
 const recoveryBound = 150 * time.Second
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "chaos-",
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
-	return ns.Name
-}
+func namespace(t *testing.T) string { return suite.Namespace(t, k8s, "chaos") }
 
 func newCluster(ns, name string, instances int32) *mysqlv1beta1.MySQLCluster {
 	size := mustQuantity("1Gi")

@@ -17,18 +17,10 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/ground"
+	"github.com/dolphin-operator/dolphin/test/ground/suite"
 )
 
-// namespace creates a namespace for one test where the restricted Pod Security level is
-// enforced: every pod the operator creates must meet it.
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-",
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
-	require.NoError(t, k8s.Create(context.Background(), ns))
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
-	return ns.Name
-}
+func namespace(t *testing.T) string { return suite.Namespace(t, k8s, "e2e") }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) time.Duration {
 	t.Helper()

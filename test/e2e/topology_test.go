@@ -239,13 +239,7 @@ func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {
 
 	// A client with SUPER writes on a replica: a transaction the primary never had.
 	rogue := dbOf(t, ns, "er-2")
-	conn, err := rogue.Conn(ctx)
-	require.NoError(t, err)
-	_, err = conn.ExecContext(ctx, "SET GLOBAL super_read_only = OFF")
-	require.NoError(t, err)
-	_, err = conn.ExecContext(ctx, "CREATE DATABASE rogue")
-	require.NoError(t, err)
-	_ = conn.Close()
+	errantWrite(t, rogue, "rogue")
 
 	cl := &mysqlv1beta1.MySQLCluster{}
 	waitFor(t, time.Minute, "er-2 to be reported errant and kept out of service", func() error {
@@ -282,6 +276,19 @@ func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {
 	recloned := dbOf(t, ns, "er-2")
 	dbs := column(t, recloned, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('kept', 'rogue')")
 	require.Equal(t, []string{"kept"}, dbs, "the clone brought the primary's data and dropped the errant write")
+}
+
+// errantWrite has a client with SUPER lift a replica's fence and create a database on it:
+// a transaction its primary never had.
+func errantWrite(t *testing.T, d *sql.DB, database string) {
+	t.Helper()
+	conn, err := d.Conn(context.Background())
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, stmt := range []string{"SET GLOBAL super_read_only = OFF", "CREATE DATABASE " + database} {
+		_, err = conn.ExecContext(context.Background(), stmt)
+		require.NoError(t, err)
+	}
 }
 
 func adminSessions(t *testing.T, d *sql.DB) string {

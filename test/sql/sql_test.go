@@ -189,17 +189,13 @@ func TestKillConnectionsEndsClientSessionsButNotReplication(t *testing.T) {
 	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
 	// A lossless primary commits only once a replica acknowledges: wait for it to be there.
 	semiSyncClients(t, ctx, in[0], 1, in[1])
-	require.NoError(t, in[0].Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'"))
-	require.NoError(t, in[0].Exec(ctx, "GRANT ALL ON *.* TO 'app'@'%'"))
-	client, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: "app", Password: "app-pw"})
-	require.NoError(t, err)
-	defer client.Close()
+	client := appClient(t, ctx, in[0], servers[0])
 	require.NoError(t, client.Exec(ctx, "SELECT 1"))
 
 	require.NoError(t, in[0].SetSuperReadOnly(ctx, true))
 	require.NoError(t, in[0].KillConnections(ctx, "root"))
 	semiSyncClients(t, ctx, in[0], 1, in[1]) // the replica's session survived the kill
-	err = client.Exec(ctx, "CREATE DATABASE nope")
+	err := client.Exec(ctx, "CREATE DATABASE nope")
 	require.Error(t, err, "a fenced primary refuses the client's writes")
 }
 
@@ -220,16 +216,12 @@ func TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement(t *testing.T) {
 	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
 	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
 	semiSyncClients(t, ctx, in[0], 1, in[1])
-	require.NoError(t, in[0].Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'"))
-	require.NoError(t, in[0].Exec(ctx, "GRANT ALL ON *.* TO 'app'@'%'"))
+	client := appClient(t, ctx, in[0], servers[0])
 	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
 	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
 	require.NoError(t, in[1].StopReplication(ctx, false)) // no acknowledgement from now on
 	semiSyncClients(t, ctx, in[0], 0, in[1])
 
-	client, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: "app", Password: "app-pw"})
-	require.NoError(t, err)
-	defer client.Close()
 	root, err := servers[0].DB()
 	require.NoError(t, err)
 	defer root.Close()
@@ -259,4 +251,16 @@ func TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, st.SuperReadOnly, "fenced")
 	require.Error(t, client.Exec(ctx, "INSERT INTO app.t VALUES (2)"), "nothing more commits")
+}
+
+// appClient creates an application account (no SUPER: read-only applies to it) on the
+// primary and connects as it; the connection is closed at the test's end.
+func appClient(t *testing.T, ctx context.Context, primary mysql.Instance, server *mysqld.Instance) mysql.Instance {
+	t.Helper()
+	require.NoError(t, primary.Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'"))
+	require.NoError(t, primary.Exec(ctx, "GRANT ALL ON *.* TO 'app'@'%'"))
+	client, err := mysql.Open(mysql.Config{Addr: server.Addr(), User: "app", Password: "app-pw"})
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	return client
 }

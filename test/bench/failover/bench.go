@@ -157,16 +157,25 @@ func (b *bench) firstAcks(ctx context.Context, t time.Time) (result, error) {
 	return result{service: s.Sub(t), direct: d.Sub(t)}, nil
 }
 
+// primaryPod reads the cluster and its primary's pod.
+func (b *bench) primaryPod(ctx context.Context) (*mysqlv1beta1.MySQLCluster, *corev1.Pod, error) {
+	c := &mysqlv1beta1.MySQLCluster{}
+	if err := b.k8s.Get(ctx, b.key, c); err != nil {
+		return nil, nil, err
+	}
+	pod := &corev1.Pod{}
+	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Status.CurrentPrimary}, pod); err != nil {
+		return nil, nil, err
+	}
+	return c, pod, nil
+}
+
 // crash kills the primary's mysqld (SIGKILL from its node; kubelet restarts the container)
 // and measures from the kill to the first write acknowledged after it, by whichever
 // instance the operator then makes primary; then it waits for the cluster to settle.
 func (b *bench) crash(ctx context.Context) (result, error) {
-	c := &mysqlv1beta1.MySQLCluster{}
-	if err := b.k8s.Get(ctx, b.key, c); err != nil {
-		return result{}, err
-	}
-	pod := &corev1.Pod{}
-	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Status.CurrentPrimary}, pod); err != nil {
+	c, pod, err := b.primaryPod(ctx)
+	if err != nil {
 		return result{}, err
 	}
 	killed := time.Now()
@@ -190,12 +199,8 @@ func (b *bench) crash(ctx context.Context) (result, error) {
 // write acknowledged after it (by the replica the operator promotes), then resumes the old
 // primary (SIGCONT) and waits for the cluster to settle with spec.primary's instance back.
 func (b *bench) hung(ctx context.Context) (result, error) {
-	c := &mysqlv1beta1.MySQLCluster{}
-	if err := b.k8s.Get(ctx, b.key, c); err != nil {
-		return result{}, err
-	}
-	pod := &corev1.Pod{}
-	if err := b.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: c.Status.CurrentPrimary}, pod); err != nil {
+	c, pod, err := b.primaryPod(ctx)
+	if err != nil {
 		return result{}, err
 	}
 	stopped := time.Now()

@@ -1,0 +1,62 @@
+// Package suite is the TestMain of the test packages that run on the real-node ground
+// (e2e, chaos): it enters the ground's namespaces, starts the ground with the operator
+// installed by `make deploy`, runs the tests and, when one failed, prints the end of the
+// operator's log.
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dolphin-operator/dolphin/test/ground"
+	"github.com/dolphin-operator/dolphin/test/localcluster"
+)
+
+// Main runs m on a fresh ground, setting *g and *k8s for the tests, and exits.
+func Main(m *testing.M, g **ground.Ground, k8s *client.Client) {
+	if err := localcluster.EnterNetNS(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(run(m, g, k8s))
+}
+
+func run(m *testing.M, g **ground.Ground, k8s *client.Client) int {
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var err error
+	if *g, err = ground.Start(ctx, ground.Options{Log: os.Stderr}); err != nil {
+		return fail(err)
+	}
+	defer (*g).Stop()
+	if *k8s, err = (*g).Client(); err != nil {
+		return fail(err)
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "operator log (end):\n%s\n", (*g).OperatorLogs(context.Background()))
+	}
+	return code
+}
+
+// Namespace creates a namespace for one test (named prefix-…) where the restricted Pod
+// Security level is enforced, so every pod the operator creates must meet it; it is
+// deleted when the test ends.
+func Namespace(t *testing.T, k8s client.Client, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	return ns.Name
+}
