@@ -25,6 +25,9 @@ const (
 	ManagedBy = "dolphin-operator"
 )
 
+// ContainerMySQL is the name of the container that runs mysqld in an instance's pod.
+const ContainerMySQL = "mysqld"
+
 // Role is an instance's role label (LabelRole): which Service routes to it. The topology
 // manager sets it; the primary and replicas Services select on it.
 type Role string

@@ -77,7 +77,7 @@ func claimSpec(size resource.Quantity, class *string) corev1.PersistentVolumeCla
 func podTemplate(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) corev1.PodTemplateSpec {
 	pt := c.Spec.PodTemplate
 	annotations := merge(pt.Metadata.Annotations, map[string]string{AnnotationConfigHash: in.ConfigHash,
-		"kubectl.kubernetes.io/default-container": "mysqld"})
+		"kubectl.kubernetes.io/default-container": ContainerMySQL})
 	containers := []corev1.Container{mysqldContainer(c, in.Images)}
 	initContainers := []corev1.Container{initContainer(c, in.Images)}
 	if c.Spec.Monitoring.Exporter.Enabled {
@@ -185,7 +185,7 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 	ping := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
 		"exec mysqladmin --no-defaults --protocol=socket --socket=" + RunDir + "/mysqld.sock ping"}}}
 	return corev1.Container{
-		Name:    "mysqld",
+		Name:    ContainerMySQL,
 		Image:   img.MySQLImage(c),
 		Command: []string{"mysqld"},
 		// Only our my.cnf is read. server_id comes from the pod's ordinal (the pod-index

@@ -6,10 +6,21 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/gtid"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// An evicted pod's grace period, and how long past it a pod whose kubelet never confirms
+// (a lost node) is taken as stopped: the operator then promotes anyway, as the frozen
+// replicas leave such a primary nothing it could commit.
+const (
+	evictionGrace = 1
+	EvictionWait  = 2 * time.Second
 )
 
 // CatchUpTimeout bounds how long one pass's promotion waits for the candidate to apply
@@ -35,6 +46,9 @@ func (m *Manager) act(ctx context.Context, cl *cluster, d Decision) error {
 }
 
 func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
+	if a.Kind == ActEvict {
+		return m.evictPod(ctx, cl, a.Target)
+	}
 	t := cl.handles[a.Target]
 	if t == nil {
 		return fmt.Errorf("no connection to %s", a.Target)
@@ -76,6 +90,24 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 		return m.switchover(ctx, cl, t, a)
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// evictPod deletes an instance's pod with a grace period of a second (never 0: that would
+// remove the object without waiting for the kubelet, and the StatefulSet could start a
+// second pod of the same identity beside one still running), for the pod it was read as.
+func (m *Manager) evictPod(ctx context.Context, cl *cluster, name string) error {
+	pod := cl.pods[name]
+	if pod == nil {
+		return nil
+	}
+	err := m.Client.Delete(ctx, pod, client.GracePeriodSeconds(evictionGrace), client.Preconditions{UID: &pod.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or already another pod
+	}
+	if err != nil {
+		return fmt.Errorf("while evicting %s: %w", name, err)
+	}
+	return nil
 }
 
 // fence makes an instance read-only for everyone and ends the sessions that could still

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -141,10 +142,22 @@ func primaryDown(in Input, p *Instance) Decision {
 			freeze = append(freeze, Action{Kind: ActFreeze, Target: c.Name})
 		}
 	}
+	// A primary that is there but does not answer (hung, or cut off from the operator) may
+	// still be writable: its kubelet is asked to kill it. One that refuses connections runs
+	// no mysqld, and the next one its kubelet starts is read-only by its configuration.
+	if p != nil && !p.Stopped && !p.Evicting && p.Fault != mysql.FaultRefused {
+		freeze = append(freeze, Action{Kind: ActEvict, Target: name})
+	}
 	if len(freeze) > 0 {
 		d.Actions, d.Primary = freeze, name
 		d.Message = fmt.Sprintf("primary %s lost: stopping every replica's receiver before choosing a successor", name)
 		d.RequeueAfter = time.Millisecond
+		return d
+	}
+	if p != nil && p.Evicting && !p.Stopped {
+		d.Primary = name
+		d.Message = fmt.Sprintf("primary %s lost: waiting for its kubelet to stop it before promoting a successor", name)
+		d.RequeueAfter = 200 * time.Millisecond
 		return d
 	}
 	best := mostAdvanced(cands, in.Desired)

@@ -8,6 +8,7 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -39,8 +40,15 @@ func fresh(name string, idx int) Instance {
 	return Instance{Name: name, Index: idx, UUID: uuid(idx), Reachable: true, Executed: set(""), Purged: set("")}
 }
 
+// down is an instance whose mysqld is not running: connections are refused.
 func down(name string, idx int, for_ time.Duration) Instance {
-	return Instance{Name: name, Index: idx, Error: "connection refused", UnreachableFor: for_}
+	return Instance{Name: name, Index: idx, Error: "connection refused", Fault: mysql.FaultRefused, UnreachableFor: for_}
+}
+
+// hung is an instance whose pod runs but whose mysqld answers nothing (SIGSTOP, or cut off
+// from the operator).
+func hung(name string, idx int, for_ time.Duration) Instance {
+	return Instance{Name: name, Index: idx, Error: "i/o timeout", Fault: mysql.FaultNoAnswer, UnreachableFor: for_}
 }
 
 func with(i Instance, f func(*Instance)) Instance { f(&i); return i }
@@ -179,6 +187,17 @@ func TestDecide(t *testing.T) {
 		{"primary unreachable past the delay: freeze the receivers", input("db-0", down("db-0", 0, 6*time.Second), h[1], h[2]),
 			want{state: StateFailover, reason: mysqlv1beta1.ReasonFailover, primary: "db-0", actions: []Action{{Kind: ActFreeze, Target: "db-1"}, {Kind: ActFreeze, Target: "db-2"}},
 				roles: map[string]resources.Role{"db-0": resources.RoleNone, "db-1": resources.RoleNone, "db-2": resources.RoleNone}}},
+		{"a hung primary past the delay is evicted as the receivers freeze", input("db-0", hung("db-0", 0, 6*time.Second), h[1], h[2]),
+			want{state: StateFailover, primary: "db-0", actions: []Action{{Kind: ActFreeze, Target: "db-1"}, {Kind: ActFreeze, Target: "db-2"},
+				{Kind: ActEvict, Target: "db-0"}}}},
+		{"a successor waits for the kubelet to stop the evicted primary", input("db-0", evicting(hung("db-0", 0, 7*time.Second), false), frozen(h[1], u1+":1-10"), frozen(h[2], u1+":1-10")),
+			want{state: StateFailover, primary: "db-0", actions: []Action{}, message: "waiting for its kubelet to stop it"}},
+		{"once the evicted primary is stopped the successor is promoted", input("db-0", evicting(hung("db-0", 0, 8*time.Second), true), frozen(h[1], u1+":1-10"), frozen(h[2], u1+":1-10")),
+			want{state: StateFailover, primary: "db-1", actions: []Action{{Kind: ActPromote, Target: "db-1", From: "db-0", WaitFor: set(u1 + ":1-10"), Failover: true}}}},
+		{"a hung primary whose pod is gone is not evicted", input("db-0", with(hung("db-0", 0, 6*time.Second), func(i *Instance) { i.Stopped = true }), frozen(h[1], u1+":1-10"), frozen(h[2], u1+":1-10")),
+			want{state: StateFailover, primary: "db-1"}},
+		{"a blocked failover evicts nothing", input("db-0", hung("db-0", 0, 6*time.Second), hung("db-1", 1, 6*time.Second), h[2]),
+			want{state: StateFailoverBlocked, actions: []Action{}}},
 		{"frozen replicas: promote the one that received most", input("db-0", down("db-0", 0, 6*time.Second), frozen(replica("db-1", 1, "db-0", u1+":1-9"), u1+":1-10"), frozen(h[2], u1+":1-9")),
 			want{state: StateFailover, primary: "db-1", actions: []Action{{Kind: ActPromote, Target: "db-1", From: "db-0", WaitFor: set(u1 + ":1-10"), Failover: true}}}},
 		{"frozen replicas that received the same: spec.primary wins", withDesired(input("db-0", down("db-0", 0, 6*time.Second), frozen(h[1], u1+":1-10"), frozen(h[2], u1+":1-10")), "db-2"),
@@ -291,6 +310,8 @@ func frozen(i Instance, received string) Instance {
 	i.Received = set(received)
 	return i
 }
+
+func evicting(i Instance, stopped bool) Instance { i.Evicting, i.Stopped = true, stopped; return i }
 
 func cloning(i Instance) Instance { i.Cloning = true; return i }
 

@@ -161,7 +161,31 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 		read(primaryIndex)
 	}
 	m.resolveSources(cl, in.Instances)
+	now := m.now()
+	for k := range in.Instances {
+		in.Instances[k].Evicting, in.Instances[k].Stopped = podState(cl.pods[in.Instances[k].Name], now)
+	}
 	return in
+}
+
+// podState says whether an instance's pod is being deleted and whether no mysqld of it can
+// still run, from the pod as last read.
+func podState(pod *corev1.Pod, now time.Time) (evicting, stopped bool) {
+	if pod == nil {
+		return false, true
+	}
+	if pod.DeletionTimestamp != nil {
+		evicting = true
+		if now.Sub(pod.DeletionTimestamp.Time) >= EvictionWait {
+			return true, true
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == resources.ContainerMySQL {
+			return evicting, cs.State.Running == nil
+		}
+	}
+	return evicting, true
 }
 
 // read reads one instance's state within StatusTimeout. An instance that fails is

@@ -8,10 +8,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 // clock is a settable clock for the manager.
@@ -164,4 +168,32 @@ func TestForgetStopsTheLoop(t *testing.T) {
 	defer w.m.mu.Unlock()
 	require.Empty(t, w.m.loops)
 	require.Empty(t, w.m.conns)
+}
+
+// A hung primary whose pod still runs is evicted (its kubelet kills mysqld) in the pass
+// that freezes the receivers, and the successor is promoted once the pod is gone.
+func TestAHungPrimaryIsEvictedBeforeItsSuccessorIsPromoted(t *testing.T) {
+	w := newWorld(t)
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 0}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+	ctx := context.Background()
+	p := &corev1.Pod{}
+	require.NoError(t, w.m.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db-0"}, p))
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.ContainerMySQL,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	require.NoError(t, w.m.Client.Status().Update(ctx, p))
+	w.instances["db-0"].hang = func(context.Context) error { return context.DeadlineExceeded }
+
+	w.pass(t)
+	require.ElementsMatch(t, []string{"db-1 StopReplication all=false", "db-2 StopReplication all=false"}, strings.Split(w.logged(), "\n"))
+	err := w.m.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db-0"}, p)
+	require.True(t, apierrors.IsNotFound(err), "the hung primary's pod is deleted: %v", err)
+	for _, n := range []string{"db-1", "db-2"} {
+		w.instances[n].status.Replica.IORunning = false
+	}
+	d := w.pass(t)
+	require.Equal(t, "db-1", d.Primary, d.Message)
+	require.Equal(t, "db-1", w.holder(t))
 }

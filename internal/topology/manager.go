@@ -305,7 +305,7 @@ func (m *Manager) announce(c *mysqlv1beta1.MySQLCluster, in Input, d Decision) {
 			if a.Target != in.Primary {
 				m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, d.Reason, string(a.Kind), "%s is the primary: %s", a.Target, d.Message)
 			}
-		case ActFence, ActIsolate, ActClone:
+		case ActFence, ActIsolate, ActClone, ActEvict:
 			m.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, string(a.Kind), "%s: %s", a.Target, d.Message)
 		}
 	}

@@ -64,7 +64,7 @@ func TestFailoverQuorum(t *testing.T) {
 // reachable when bit k-1 of reach is set, and has received the acknowledged write u1:11
 // when bit k-1 of placed is.
 func quorumInput(n, w, reach, placed int, frozenAlready bool) Input {
-	instances := []Instance{down("db-0", 0, time.Minute)}
+	instances := []Instance{with(hung("db-0", 0, time.Minute), func(i *Instance) { i.Stopped = true })}
 	for k := 1; k < n; k++ {
 		name := fmt.Sprintf("db-%d", k)
 		if reach&(1<<(k-1)) == 0 {

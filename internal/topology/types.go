@@ -39,6 +39,10 @@ type Instance struct {
 	ReplicationError      string
 	SemiSyncSource        bool
 	SemiSyncReplica       bool
+	// Evicting: its pod's deletion was asked for. Stopped: no mysqld of it can still run
+	// (no pod, its mysqld container not running, or its deletion asked for EvictionWait
+	// past its grace period: a lost node's kubelet never confirms).
+	Evicting, Stopped bool
 	// Cloning: a clone into this instance is under way (its data is being replaced);
 	// CloneError is the error of its last clone when that failed.
 	Cloning    bool
@@ -131,6 +135,10 @@ const (
 	// ActFreeze stops the receiver thread of Target, so that a primary cut off from the
 	// operator can no longer get acknowledgements (and thus commits) while a failover runs.
 	ActFreeze ActionKind = "Freeze"
+	// ActEvict deletes Target's pod (a grace period of a second), so that its kubelet kills
+	// a mysqld the operator cannot reach to fence; the StatefulSet recreates the pod, whose
+	// mysqld starts read-only.
+	ActEvict ActionKind = "Evict"
 	// ActSwitchover fences From, waits until Target has applied all of From's transactions,
 	// records Target as primary and makes it writable.
 	ActSwitchover ActionKind = "Switchover"
