@@ -15,12 +15,13 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
-// An evicted pod's grace period, and how long past it a pod whose kubelet never confirms
-// (a lost node) is taken as stopped: the operator then promotes anyway, as the frozen
-// replicas leave such a primary nothing it could commit.
+// An evicted pod's grace period, and how long after the eviction a pod whose kubelet has
+// not confirmed it stopped is taken as stopped. Its kubelet sends SIGTERM at once, and a
+// mysqld shutting down stops answering clients long before this; a lost node's kubelet
+// never confirms, and the frozen replicas leave such a primary nothing it could commit.
 const (
 	evictionGrace = 1
-	EvictionWait  = 2 * time.Second
+	EvictionWait  = 1500 * time.Millisecond
 )
 
 // CatchUpTimeout bounds how long one pass's promotion waits for the candidate to apply

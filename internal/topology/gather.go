@@ -176,7 +176,11 @@ func podState(pod *corev1.Pod, now time.Time) (evicting, stopped bool) {
 	}
 	if pod.DeletionTimestamp != nil {
 		evicting = true
-		if now.Sub(pod.DeletionTimestamp.Time) >= EvictionWait {
+		asked := pod.DeletionTimestamp.Time
+		if g := pod.DeletionGracePeriodSeconds; g != nil {
+			asked = asked.Add(-time.Duration(*g) * time.Second)
+		}
+		if now.Sub(asked) >= EvictionWait {
 			return true, true
 		}
 	}
@@ -195,10 +199,18 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	inst := Instance{Name: name, Index: index}
 	downKey := clusterKey(cl.obj) + name
 	start := m.now()
+	timeout := StatusTimeout
+	m.mu.Lock()
+	if _, down := m.down[downKey]; down {
+		// Known down: a recovered mysqld answers well within this, a hung one never does,
+		// and the passes of a failover should not each wait out StatusTimeout on it.
+		timeout = DownStatusTimeout
+	}
+	m.mu.Unlock()
 	conn, err := m.connect(cl, name)
 	var st *mysql.Status
 	if err == nil {
-		sctx, cancel := context.WithTimeout(ctx, StatusTimeout)
+		sctx, cancel := context.WithTimeout(ctx, timeout)
 		st, err = conn.Status(sctx)
 		cancel()
 	}

@@ -49,6 +49,8 @@ const (
 	// StatusTimeout bounds reading one instance's state: an instance that accepts TCP but
 	// answers nothing within it (a hung mysqld) counts as unreachable from the read's start.
 	StatusTimeout = 2 * time.Second
+	// DownStatusTimeout bounds reading an instance already found unreachable.
+	DownStatusTimeout = 500 * time.Millisecond
 	// ActionTimeout bounds each action of act (a promotion's catch-up has CatchUpTimeout).
 	ActionTimeout = 10 * time.Second
 	// PassTimeout bounds a whole pass: gather, decide, act and the API writes.
