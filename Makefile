@@ -110,10 +110,7 @@ verify-generated: manifests generate bundle catalog ## Fail when generated files
 
 ##@ Test
 
-# test-chaos is not a tier yet: its sampler still sees an old primary writable during the
-# partition (primary <-> operator) and hang rounds, which only an in-pod fence can prevent
-# (docs/design/topology.md, "What a partition does"). It joins once it passes.
-TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-olm test-chainsaw scorecard-local
+TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chaos test-olm test-chainsaw scorecard-local
 .PHONY: test
 test: ## Run every test tier in order (what CI runs) and end with a table of how long each took.
 	@hack/run-tiers.sh $(TEST_TIERS)
