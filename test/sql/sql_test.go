@@ -184,12 +184,7 @@ func TestCloneSeedsAnEmptyInstance(t *testing.T) {
 
 func TestKillConnectionsEndsClientSessionsButNotReplication(t *testing.T) {
 	ctx := testContext(t)
-	servers, in := cluster(t, 2)
-	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
-	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
-	// A lossless primary commits only once a replica acknowledges: wait for it to be there.
-	semiSyncClients(t, ctx, in[0], 1, in[1])
-	client := appClient(t, ctx, in[0], servers[0])
+	_, in, client := losslessPair(t, ctx)
 	require.NoError(t, client.Exec(ctx, "SELECT 1"))
 
 	require.NoError(t, in[0].SetSuperReadOnly(ctx, true))
@@ -212,11 +207,7 @@ func TestWaitForGTIDTimesOut(t *testing.T) {
 // commit succeeded.
 func TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement(t *testing.T) {
 	ctx := testContext(t)
-	servers, in := cluster(t, 2)
-	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
-	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
-	semiSyncClients(t, ctx, in[0], 1, in[1])
-	client := appClient(t, ctx, in[0], servers[0])
+	servers, in, client := losslessPair(t, ctx)
 	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
 	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
 	require.NoError(t, in[1].StopReplication(ctx, false)) // no acknowledgement from now on
@@ -263,4 +254,16 @@ func appClient(t *testing.T, ctx context.Context, primary mysql.Instance, server
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
 	return client
+}
+
+// losslessPair is a lossless semi-sync primary with one replica connected, and a client of
+// the primary with an application account.
+func losslessPair(t *testing.T, ctx context.Context) ([]*mysqld.Instance, []mysql.Instance, mysql.Instance) {
+	t.Helper()
+	servers, in := cluster(t, 2)
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
+	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	// A lossless primary commits only once a replica acknowledges: wait for it to be there.
+	semiSyncClients(t, ctx, in[0], 1, in[1])
+	return servers, in, appClient(t, ctx, in[0], servers[0])
 }
