@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,13 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
@@ -314,4 +318,28 @@ func TestManagerRefusesAFailoverItCannotProveLossless(t *testing.T) {
 	w.instances["db-1"].down = false
 	d := w.pass(t)
 	require.Equal(t, mysqlv1beta1.ReasonFailover, d.Reason, "with db-1 back, the failover goes on: %s", d.Message)
+}
+
+// An API error other than NotFound while loading the cluster's objects (RBAC taken away, an
+// API server answering 5xx) is reported as a failure, not as waiting for instances.
+func TestManagerReportsAnAPIErrorItCannotWaitOut(t *testing.T) {
+	w := newWorld(t)
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "db-credentials", errors.New("RBAC"))
+	w.m.Client = interceptor.NewClient(w.m.Client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				return forbidden
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}})
+	r, _ := w.m.pass(context.Background(), w.c)
+	require.Equal(t, mysqlv1beta1.ReasonTopologyFailed, r.Reason)
+	require.Contains(t, r.Message, "forbidden")
+	require.False(t, r.Healthy)
+
+	w2 := newWorld(t)
+	require.NoError(t, w2.m.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns",
+		Name: resources.CredentialsSecretName(w2.c)}}))
+	r, _ = w2.m.pass(context.Background(), w2.c)
+	require.Equal(t, mysqlv1beta1.ReasonWaitingForInstances, r.Reason, "a Secret not created yet is waited for: %s", r.Message)
 }
