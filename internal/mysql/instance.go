@@ -35,6 +35,9 @@ type ReplicaStatus struct {
 	SourceHost            string
 	SourcePort            int
 	IORunning, SQLRunning bool
+	// IOConnecting: the receiver is (re)connecting to its source; it may resume receiving
+	// (and acknowledging) any moment.
+	IOConnecting bool
 	// ReceivedGTIDSet is what the replica has received (it may not have applied it all).
 	ReceivedGTIDSet string
 	LastIOError     string

@@ -65,7 +65,7 @@ func (i *instance) replica(ctx context.Context) (*ReplicaStatus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading replication state: %w", i.cfg.Addr, err)
 	}
-	r.IORunning, r.SQLRunning = io == "ON", sqlState == "ON"
+	r.IORunning, r.SQLRunning, r.IOConnecting = io == "ON", sqlState == "ON", io == "CONNECTING"
 	r.ReceivedGTIDSet = normalizeGTID(r.ReceivedGTIDSet)
 	if ioErrNo.Int64 != 0 {
 		r.LastIOError = fmt.Sprintf("%d: %s", ioErrNo.Int64, ioErr.String)

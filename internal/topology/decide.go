@@ -138,7 +138,9 @@ func primaryDown(in Input, p *Instance) Decision {
 	}
 	var freeze []Action
 	for _, c := range cands {
-		if c.IORunning {
+		// A receiver reconnecting to the lost primary would acknowledge its commits again
+		// once it gets through: it is stopped as well.
+		if c.IORunning || c.IOConnecting {
 			freeze = append(freeze, Action{Kind: ActFreeze, Target: c.Name})
 		}
 	}

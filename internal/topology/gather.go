@@ -269,7 +269,7 @@ func fill(inst *Instance, st *mysql.Status) error {
 			return err
 		}
 		inst.Source = r.SourceHost // resolved to an instance name by resolveSources
-		inst.IORunning, inst.SQLRunning = r.IORunning, r.SQLRunning
+		inst.IORunning, inst.SQLRunning, inst.IOConnecting = r.IORunning, r.SQLRunning, r.IOConnecting
 		inst.ReplicationError = r.LastSQLError
 		if inst.ReplicationError == "" && !r.IORunning {
 			inst.ReplicationError = r.LastIOError

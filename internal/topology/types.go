@@ -36,9 +36,12 @@ type Instance struct {
 	// address matches no instance of the cluster).
 	Source                string
 	IORunning, SQLRunning bool
-	ReplicationError      string
-	SemiSyncSource        bool
-	SemiSyncReplica       bool
+	// IOConnecting: its receiver is reconnecting to its source (not receiving now, but it
+	// may any moment: a failover must stop it too).
+	IOConnecting     bool
+	ReplicationError string
+	SemiSyncSource   bool
+	SemiSyncReplica  bool
 	// Evicting: its pod's deletion was asked for. Stopped: no mysqld of it can still run
 	// (no pod, its mysqld container not running, or its deletion asked for EvictionWait
 	// past its grace period: a lost node's kubelet never confirms).

@@ -178,10 +178,12 @@ func (b *bench) crash(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	killed := time.Now()
+	// Timed once the signal is delivered: a write acknowledged just before is not a write
+	// after the kill.
 	if err := b.g.Signal(pod, "mysqld", syscall.SIGKILL); err != nil {
 		return result{}, err
 	}
+	killed := time.Now()
 	r, err := b.firstAcks(ctx, killed)
 	if err != nil {
 		return result{}, err
@@ -203,10 +205,10 @@ func (b *bench) hung(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	stopped := time.Now()
 	if err := b.g.Signal(pod, "mysqld", syscall.SIGSTOP); err != nil {
 		return result{}, err
 	}
+	stopped := time.Now()
 	r, err := b.firstAcks(ctx, stopped)
 	// Resumed whatever happened (its liveness probe may have restarted it meanwhile).
 	_ = b.g.Signal(pod, "mysqld", syscall.SIGCONT)
