@@ -21,7 +21,7 @@ import (
 // never confirms, and the frozen replicas leave such a primary nothing it could commit.
 const (
 	evictionGrace = 1
-	EvictionWait  = 1500 * time.Millisecond
+	EvictionWait  = time.Second
 )
 
 // CatchUpTimeout bounds how long one pass's promotion waits for the candidate to apply

@@ -214,7 +214,7 @@ func TestPodState(t *testing.T) {
 		{"no pod", nil, false, true},
 		{"running", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: running}}, false, false},
 		{"mysqld not running", &corev1.Pod{}, false, true},
-		{"evicted a moment ago, still running", deleting(time.Second), true, false},
+		{"evicted a moment ago, still running", deleting(EvictionWait / 2), true, false},
 		{"evicted past the wait, never confirmed", deleting(EvictionWait), true, true},
 	} {
 		e, s := podState(tc.pod, now)
