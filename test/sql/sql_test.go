@@ -267,3 +267,40 @@ func losslessPair(t *testing.T, ctx context.Context) ([]*mysqld.Instance, []mysq
 	semiSyncClients(t, ctx, in[0], 1, in[1])
 	return servers, in, appClient(t, ctx, in[0], servers[0])
 }
+
+// A hazard, shown here so that nothing in Dolphin relies on the opposite: when mysqld is
+// shut down (SIGTERM, as a kubelet stops a container) while a commit waits for a semi-sync
+// acknowledgement, the client is told the commit succeeded although no replica has it.
+// A failover that evicts an unreachable primary (its kubelet then sends SIGTERM) can
+// therefore acknowledge a write the new primary lacks; see docs/design/topology.md.
+func TestShutdownAcknowledgesACommitNoReplicaHas(t *testing.T) {
+	ctx := testContext(t)
+	servers, in, client := losslessPair(t, ctx)
+	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
+	require.NoError(t, in[1].StopReplication(ctx, false))
+	semiSyncClients(t, ctx, in[0], 0, in[1])
+	root, err := servers[0].DB()
+	require.NoError(t, err)
+	defer root.Close()
+	committed := make(chan error, 1)
+	go func() { committed <- client.Exec(ctx, "INSERT INTO app.t VALUES (1)") }()
+	eventually(t, "the commit waiting for an acknowledgement", func() error {
+		var n int
+		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'app' AND STATE LIKE '%semi-sync%'").Scan(&n); err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("%d sessions waiting", n)
+		}
+		return nil
+	})
+	servers[0].SetRestartPolicy(mysqld.RestartNever)
+	go servers[0].Stop()
+	select {
+	case err := <-committed:
+		require.NoError(t, err, "MySQL's shutdown answers the waiting client; if this changes, the hazard is gone")
+	case <-time.After(90 * time.Second):
+		t.Fatal("the waiting commit did not end with the shutdown")
+	}
+}
