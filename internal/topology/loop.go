@@ -91,7 +91,8 @@ func (m *Manager) Observe(_ context.Context, c *mysqlv1beta1.MySQLCluster) Repor
 	}
 	l := m.loops[key]
 	if l == nil {
-		l = &loop{key: key, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		// Born with the cluster: its goroutine may run before the hand-over below.
+		l = &loop{key: key, wake: make(chan struct{}, 1), done: make(chan struct{}), cluster: c.DeepCopy()}
 		m.loops[key] = l
 		if m.base != nil {
 			m.startLocked(l)
@@ -99,7 +100,7 @@ func (m *Manager) Observe(_ context.Context, c *mysqlv1beta1.MySQLCluster) Repor
 	}
 	m.mu.Unlock()
 	l.mu.Lock()
-	changed := l.cluster == nil || l.cluster.Generation != c.Generation || l.cluster.UID != c.UID ||
+	changed := l.cluster.Generation != c.Generation || l.cluster.UID != c.UID ||
 		!maps.Equal(l.cluster.Annotations, c.Annotations)
 	l.cluster = c.DeepCopy()
 	r := l.report

@@ -208,26 +208,7 @@ func TestWaitForGTIDTimesOut(t *testing.T) {
 func TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement(t *testing.T) {
 	ctx := testContext(t)
 	servers, in, client := losslessPair(t, ctx)
-	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
-	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
-	require.NoError(t, in[1].StopReplication(ctx, false)) // no acknowledgement from now on
-	semiSyncClients(t, ctx, in[0], 0, in[1])
-
-	root, err := servers[0].DB()
-	require.NoError(t, err)
-	defer root.Close()
-	committed := make(chan error, 1)
-	go func() { committed <- client.Exec(ctx, "INSERT INTO app.t VALUES (1)") }()
-	eventually(t, "the commit waiting for an acknowledgement", func() error {
-		var n int
-		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'app' AND STATE LIKE '%semi-sync%'").Scan(&n); err != nil {
-			return err
-		}
-		if n != 1 {
-			return fmt.Errorf("%d sessions waiting", n)
-		}
-		return nil
-	})
+	committed := stuckCommit(t, ctx, servers[0], in, client)
 
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -276,11 +257,27 @@ func losslessPair(t *testing.T, ctx context.Context) ([]*mysqld.Instance, []mysq
 func TestShutdownAcknowledgesACommitNoReplicaHas(t *testing.T) {
 	ctx := testContext(t)
 	servers, in, client := losslessPair(t, ctx)
+	committed := stuckCommit(t, ctx, servers[0], in, client)
+	servers[0].SetRestartPolicy(mysqld.RestartNever)
+	go servers[0].Stop()
+	select {
+	case err := <-committed:
+		require.NoError(t, err, "MySQL's shutdown answers the waiting client; if this changes, the hazard is gone")
+	case <-time.After(90 * time.Second):
+		t.Fatal("the waiting commit did not end with the shutdown")
+	}
+}
+
+// stuckCommit stops the replica's receiver, so that nothing is acknowledged any more, and
+// has the client commit a row; it returns once that commit waits for an acknowledgement,
+// with the channel its outcome arrives on.
+func stuckCommit(t *testing.T, ctx context.Context, primary *mysqld.Instance, in []mysql.Instance, client mysql.Instance) <-chan error {
+	t.Helper()
 	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
 	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
-	require.NoError(t, in[1].StopReplication(ctx, false))
+	require.NoError(t, in[1].StopReplication(ctx, false)) // no acknowledgement from now on
 	semiSyncClients(t, ctx, in[0], 0, in[1])
-	root, err := servers[0].DB()
+	root, err := primary.DB()
 	require.NoError(t, err)
 	defer root.Close()
 	committed := make(chan error, 1)
@@ -295,12 +292,5 @@ func TestShutdownAcknowledgesACommitNoReplicaHas(t *testing.T) {
 		}
 		return nil
 	})
-	servers[0].SetRestartPolicy(mysqld.RestartNever)
-	go servers[0].Stop()
-	select {
-	case err := <-committed:
-		require.NoError(t, err, "MySQL's shutdown answers the waiting client; if this changes, the hazard is gone")
-	case <-time.After(90 * time.Second):
-		t.Fatal("the waiting commit did not end with the shutdown")
-	}
+	return committed
 }
