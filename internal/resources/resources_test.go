@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -369,6 +370,16 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 	for _, a := range alertNames(PrometheusRule(on).Object) {
 		if _, err := os.Stat(filepath.Join("..", "..", "docs", "runbooks", a+".md")); err != nil {
 			t.Errorf("alert %s has no runbook: %v", a, err)
+		}
+	}
+}
+
+// The pod's shell scripts parse as POSIX shell (sh -n reads without running).
+func TestScriptsParse(t *testing.T) {
+	for name, script := range map[string]string{"mysqld": mysqldScript, "init": initScript} {
+		out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s script: %v: %s", name, err, out)
 		}
 	}
 }

@@ -185,9 +185,10 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 	ping := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
 		"exec mysqladmin --no-defaults --protocol=socket --socket=" + RunDir + "/mysqld.sock ping"}}}
 	return corev1.Container{
-		Name:    ContainerMySQL,
-		Image:   img.MySQLImage(c),
-		Command: []string{"mysqld"},
+		Name:  ContainerMySQL,
+		Image: img.MySQLImage(c),
+		// mysqld under a shell that fences it before it shuts down (mysqldScript says why).
+		Command: []string{"sh", "-c", mysqldScript, "mysqld"},
 		// Only our my.cnf is read. server_id comes from the pod's ordinal (the pod-index
 		// label): unique per instance, stable across restarts. report_host is the
 		// instance's DNS name, as SHOW REPLICAS shows it.

@@ -60,7 +60,7 @@ func (r *run) signalPrimary(ctx context.Context, sig syscall.Signal) (string, er
 	if err != nil {
 		return "", err
 	}
-	return p, g.Signal(pd, "mysqld", sig)
+	return p, g.Signal(pd, "mysqld", "mysqld", sig)
 }
 
 func (r *run) killPrimary(ctx context.Context) (time.Time, error) {
@@ -80,7 +80,7 @@ func (r *run) hangPrimary(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	if err := g.Signal(pd, "mysqld", syscall.SIGSTOP); err != nil {
+	if err := g.Signal(pd, "mysqld", "mysqld", syscall.SIGSTOP); err != nil {
 		return time.Time{}, err
 	}
 	start := time.Now()
@@ -88,7 +88,7 @@ func (r *run) hangPrimary(ctx context.Context) (time.Time, error) {
 	time.Sleep(30*time.Second - time.Since(start))
 	// Its liveness probe may have restarted the container meanwhile: then there is
 	// nothing left to resume.
-	_ = g.Signal(pd, "mysqld", syscall.SIGCONT)
+	_ = g.Signal(pd, "mysqld", "mysqld", syscall.SIGCONT)
 	return time.Now(), pokeErr
 }
 
@@ -166,7 +166,7 @@ func (r *run) killOperator(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	if err := g.Signal(op, "manager", syscall.SIGKILL); err != nil {
+	if err := g.Signal(op, "manager", "manager", syscall.SIGKILL); err != nil {
 		return time.Time{}, err
 	}
 	ended := time.Now()

@@ -54,11 +54,11 @@ func TestAHungClusterWithACloneInFlightCostsAnotherNothing(t *testing.T) {
 		pod := &corev1.Pod{}
 		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pod))
 		pods[n] = pod
-		require.NoError(t, g.Signal(pod, "mysqld", syscall.SIGSTOP))
+		require.NoError(t, g.Signal(pod, "mysqld", "mysqld", syscall.SIGSTOP))
 	}
 	t.Cleanup(func() {
 		for _, pod := range pods {
-			_ = g.Signal(pod, "mysqld", syscall.SIGCONT) // may have been restarted by its liveness probe already
+			_ = g.Signal(pod, "mysqld", "mysqld", syscall.SIGCONT) // may have been restarted by its liveness probe already
 		}
 	})
 	stoppedAt := time.Now()
@@ -88,7 +88,7 @@ func TestAHungClusterWithACloneInFlightCostsAnotherNothing(t *testing.T) {
 	// only replica is being cloned), so nothing was promoted; once resumed it returns to
 	// Ready with the clone done and the errant write gone.
 	for _, pod := range pods {
-		_ = g.Signal(pod, "mysqld", syscall.SIGCONT)
+		_ = g.Signal(pod, "mysqld", "mysqld", syscall.SIGCONT)
 	}
 	waitFor(t, 4*time.Minute, "hung Ready again, hung-0 primary", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(hung), c); err != nil {

@@ -99,9 +99,9 @@ func requireReadyAfterMysqldAnswered(t *testing.T, pod *corev1.Pod) {
 	t.Logf("%s: mysqld answered at %s, pod Ready at %s", pod.Name, answered.Format(time.StampMilli), ready.Format(time.Stamp))
 }
 
-// requireSecurityContext checks, from inside the running container, what the pod's
-// security context asks for: uid/gid 999, a read-only root, no capabilities, no privilege
-// escalation, the runtime's seccomp filter.
+// requireSecurityContext checks, inside the running container and on mysqld's process,
+// what the pod's security context asks for: uid/gid 999, a read-only root, no
+// capabilities, no privilege escalation, the runtime's seccomp filter.
 func requireSecurityContext(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
@@ -110,8 +110,11 @@ func requireSecurityContext(t *testing.T, pod *corev1.Pod) {
 	require.Equal(t, "999", strings.TrimSpace(out), "mysqld runs as uid 999")
 	_, err = g.Exec(ctx, pod, "mysqld", "sh", "-c", "echo x > /written-by-e2e")
 	require.ErrorContains(t, err, "Read-only file system", "the root file system is read-only")
-	status, err := g.Exec(ctx, pod, "mysqld", "cat", "/proc/1/status")
+	pid, err := g.ProcessPID(pod, "mysqld", "mysqld") // mysqld itself, not the shell that runs it
 	require.NoError(t, err)
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	status := string(raw)
 	fields := map[string]string{}
 	for line := range strings.Lines(status) {
 		if k, v, ok := strings.Cut(line, ":"); ok {
@@ -132,7 +135,7 @@ func requireKilledMysqldRejoins(t *testing.T, c *mysqlv1beta1.MySQLCluster, name
 	pod := &corev1.Pod{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pod))
 	restarts := restartCount(pod, "mysqld")
-	require.NoError(t, g.Signal(pod, "mysqld", syscall.SIGKILL))
+	require.NoError(t, g.Signal(pod, "mysqld", "mysqld", syscall.SIGKILL))
 	killed := time.Now()
 	took := waitFor(t, 2*time.Minute, name+"'s mysqld restarted by kubelet and Ready", func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {

@@ -113,15 +113,15 @@ func (g *Ground) Exec(ctx context.Context, pod *corev1.Pod, container string, co
 	return stdout.String(), nil
 }
 
-// Signal sends a signal to a container's first process from the node, as a crash or a
-// hang would hit it (SIGKILL, SIGSTOP, SIGCONT).
-func (g *Ground) Signal(pod *corev1.Pod, container string, sig syscall.Signal) error {
-	pid, err := g.ContainerPID(pod, container)
+// Signal sends a signal to the process named process in a container, from the node, as a
+// crash or a hang would hit it (SIGKILL, SIGSTOP, SIGCONT).
+func (g *Ground) Signal(pod *corev1.Pod, container, process string, sig syscall.Signal) error {
+	pid, err := g.ProcessPID(pod, container, process)
 	if err != nil {
 		return err
 	}
 	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("while sending %s to %s of %s/%s (pid %d): %w", sig, container, pod.Namespace, pod.Name, pid, err)
+		return fmt.Errorf("while sending %s to %s in %s of %s/%s (pid %d): %w", sig, process, container, pod.Namespace, pod.Name, pid, err)
 	}
 	return nil
 }

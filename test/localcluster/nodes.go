@@ -189,9 +189,8 @@ func unmountUnder(dir string) {
 	}
 }
 
-// ContainerPID is the host process ID of a running container's first process (mysqld,
-// say), read from its node's containerd: what a test kills to crash a container without
-// its kubelet or runtime knowing beforehand.
+// ContainerPID is the host process ID of a running container's first process, read from
+// its node's containerd.
 func (c *Cluster) ContainerPID(pod *corev1.Pod, container string) (int, error) {
 	n, err := c.NodeOf(pod)
 	if err != nil {
@@ -257,4 +256,36 @@ func (c *Cluster) TagImage(ctx context.Context, source, target string) error {
 		}
 		return nil
 	})
+}
+
+// ProcessPID is the host process ID of the process named name (its comm) in a running
+// container: what a test kills or stops to crash or hang a program without its kubelet or
+// runtime knowing beforehand. The container's first process may be a shell that runs it.
+func (c *Cluster) ProcessPID(pod *corev1.Pod, container, name string) (int, error) {
+	first, err := c.ContainerPID(pod, container)
+	if err != nil {
+		return 0, err
+	}
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", first))
+	if err != nil {
+		return 0, fmt.Errorf("container %s of %s/%s: %w", container, pod.Namespace, pod.Name, err)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil || strings.TrimSpace(string(comm)) != name {
+			continue
+		}
+		if other, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err == nil && other == ns {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no process %s in container %s of %s/%s", name, container, pod.Namespace, pod.Name)
 }

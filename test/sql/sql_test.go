@@ -250,10 +250,10 @@ func losslessPair(t *testing.T, ctx context.Context) ([]*mysqld.Instance, []mysq
 }
 
 // A hazard, shown here so that nothing in Dolphin relies on the opposite: when mysqld is
-// shut down (SIGTERM, as a kubelet stops a container) while a commit waits for a semi-sync
-// acknowledgement, the client is told the commit succeeded although no replica has it.
-// A failover that evicts an unreachable primary (its kubelet then sends SIGTERM) can
-// therefore acknowledge a write the new primary lacks; see docs/design/topology.md.
+// shut down (SIGTERM) while a commit waits for a semi-sync acknowledgement, the client is
+// told the commit succeeded although no replica has it. This is why the mysqld container
+// fences mysqld before it passes the kubelet's SIGTERM on (internal/resources/stop.go; the
+// e2e test TestStoppingAPrimaryAcknowledgesNoWaitingCommit checks it on real pods).
 func TestShutdownAcknowledgesACommitNoReplicaHas(t *testing.T) {
 	ctx := testContext(t)
 	servers, in, client := losslessPair(t, ctx)

@@ -180,7 +180,7 @@ func (b *bench) crash(ctx context.Context) (result, error) {
 	}
 	// Timed once the signal is delivered: a write acknowledged just before is not a write
 	// after the kill.
-	if err := b.g.Signal(pod, "mysqld", syscall.SIGKILL); err != nil {
+	if err := b.g.Signal(pod, "mysqld", "mysqld", syscall.SIGKILL); err != nil {
 		return result{}, err
 	}
 	killed := time.Now()
@@ -205,13 +205,13 @@ func (b *bench) hung(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if err := b.g.Signal(pod, "mysqld", syscall.SIGSTOP); err != nil {
+	if err := b.g.Signal(pod, "mysqld", "mysqld", syscall.SIGSTOP); err != nil {
 		return result{}, err
 	}
 	stopped := time.Now()
 	r, err := b.firstAcks(ctx, stopped)
 	// Resumed whatever happened (its liveness probe may have restarted it meanwhile).
-	_ = b.g.Signal(pod, "mysqld", syscall.SIGCONT)
+	_ = b.g.Signal(pod, "mysqld", "mysqld", syscall.SIGCONT)
 	if err != nil {
 		return result{}, err
 	}
