@@ -18,7 +18,7 @@ package resources
 //  2. Every client session is killed (replication's dump threads are kept, so replicas
 //     still get what was committed). A killed session's socket is closed at once, so its
 //     client can no longer be told its commit succeeded, whatever mysqld does afterwards.
-//     The listing is repeated until it finds no session left to kill.
+//     One listing suffices: a session that connects later cannot commit (step 1).
 //  3. Only then mysqld gets SIGTERM and shuts down cleanly.
 //
 // When mysqld does not answer (hung, or its socket refuses), the sessions cannot be ended,
@@ -27,29 +27,27 @@ package resources
 // the grace period ends everything regardless.
 const mysqldScript = `set -u
 sock=` + RunDir + `/mysqld.sock
-sql() { MYSQL_PWD="$MYSQL_ROOT_PASSWORD" timeout "$1" mysql --no-defaults --protocol=socket --socket="$sock" -uroot --connect-timeout=1 -N -B --comments -e "$2"; }
-# sessions: the KILL statements for every client session not yet killed, but our own,
-# the pending fence's and replication's.
-sessions="SELECT CONCAT('KILL ', ID, ';') FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER NOT IN ('system user', 'event_scheduler') AND COMMAND NOT IN ('Binlog Dump GTID', 'Binlog Dump', 'Killed') AND COALESCE(INFO, '') NOT LIKE '%dolphin-fence%'"
-# fenced: whether super_read_only is on or the fence's SET waits for it.
-fenced="SELECT @@global.super_read_only OR EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SET GLOBAL super_read_only = ON /* dolphin-fence */%')"
+sql() { t=$1; shift; MYSQL_PWD="$MYSQL_ROOT_PASSWORD" timeout "$t" mysql --no-defaults --protocol=socket --socket="$sock" -uroot --connect-timeout=1 -N -B --comments "$@"; }
+# sessions: "wait" until super_read_only is on or the fence's SET waits for it; then the
+# KILL statement of every client session but our own, the fence's and replication's.
+sessions="SET SESSION group_concat_max_len = 4194304; SELECT IF(@@global.super_read_only OR EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SET GLOBAL super_read_only = ON /* dolphin-fence */%'), COALESCE((SELECT GROUP_CONCAT(CONCAT('KILL ', ID) SEPARATOR ';') FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER NOT IN ('system user', 'event_scheduler') AND COMMAND NOT IN ('Binlog Dump GTID', 'Binlog Dump', 'Killed') AND COALESCE(INFO, '') NOT LIKE '%dolphin-fence%'), ''), 'wait')"
+# ended kills the sessions once the fence holds. Sessions that connect afterwards cannot
+# commit (the pending SET holds their writes back); one that ended meanwhile makes its
+# KILL fail, which --force goes past; "ended" shows the batch ran to its end.
 ended() {
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		f=$(sql 2 "$fenced") || return 1
-		[ "$f" = 1 ] && break
-		sleep 0.1
+	for try in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		kills=$(sql 2 -e "$sessions") || return 1
+		[ "$kills" = wait ] || break
+		sleep 0.05
 	done
-	[ "$f" = 1 ] || return 1
-	for try in 1 2 3 4 5; do
-		kills=$(sql 2 "$sessions") || return 1
-		[ -n "$kills" ] || return 0
-		sql 2 "$kills" >/dev/null 2>&1 || true
-	done
+	[ "$kills" != wait ] || return 1
+	out=$(sql 2 --force -e "${kills:+$kills;} SELECT 'ended'" 2>/dev/null)
+	case "$out" in *ended*) return 0 ;; esac
 	return 1
 }
 stop() {
 	trap '' TERM
-	sql 600 "SET GLOBAL super_read_only = ON /* dolphin-fence */" >/dev/null 2>&1 &
+	sql 600 -e "SET GLOBAL super_read_only = ON /* dolphin-fence */" >/dev/null 2>&1 &
 	if ended; then
 		echo "dolphin: client sessions ended; shutting mysqld down" >&2
 		kill -TERM "$pid"

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +33,8 @@ type run struct {
 }
 
 // TestChaos runs every round once, in an order drawn from the seed it prints
-// (DOLPHIN_CHAOS_SEED replays one), and prints one summary line.
+// (DOLPHIN_CHAOS_SEED replays one), and prints one summary line. DOLPHIN_CHAOS_ROUNDS=<text>
+// runs only the rounds whose name contains text (to replay one, or to see a broken rule fail).
 func TestChaos(t *testing.T) {
 	ctx := context.Background()
 	seed := uint64(time.Now().UnixNano())
@@ -70,6 +73,10 @@ func TestChaos(t *testing.T) {
 	}), "the writer commits before the first round")
 
 	rounds := r.rounds()
+	if only := os.Getenv("DOLPHIN_CHAOS_ROUNDS"); only != "" {
+		rounds = slices.DeleteFunc(rounds, func(rd round) bool { return !strings.Contains(rd.name, only) })
+		require.NotEmpty(t, rounds, "DOLPHIN_CHAOS_ROUNDS=%q names no round", only)
+	}
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	rng.Shuffle(len(rounds), func(i, j int) { rounds[i], rounds[j] = rounds[j], rounds[i] })
 	t.Logf("chaos seed=%d order=%v", seed, names(rounds))

@@ -27,7 +27,7 @@ func (r *run) rounds() []round {
 		{"SIGSTOP the primary for 30 s", r.hangPrimary},
 		{"partition primary <-> operator", r.partitionPrimaryFromOperator},
 		{"partition primary <-> replicas", r.partitionPrimaryFromReplicas},
-		{"partition a replica <-> operator during a failover", r.partitionReplicaDuringFailover},
+		{"partition a replica <-> operator during a failover, the other behind", r.partitionReplicaDuringFailover},
 		{"kill the operator mid-failover", r.killOperatorMidFailover},
 		{"kill the operator mid-clone", r.killOperatorMidClone},
 		{"restart kube-apiserver during a switchover", r.restartAPIServerMidSwitchover},
@@ -145,18 +145,37 @@ func (r *run) partitionPrimaryFromReplicas(ctx context.Context) (time.Time, erro
 	return r.partition(ctx, p, r.others(p), 10*time.Second, nil)
 }
 
-// partitionReplicaDuringFailover cuts a replica off from the operator and then kills the
-// primary: with one acknowledgement per commit the failover cannot be proved safe and
-// must wait for the killed primary to come back (kubelet restarts it).
+// partitionReplicaDuringFailover lets one replica fall behind (cut off from the primary for
+// a few seconds while the writer commits), then cuts the other replica off from the operator
+// and kills the primary. With one acknowledgement per commit only the unreachable replica
+// is known to hold the newest acknowledged writes, so the failover cannot be proved safe
+// and must wait, for that replica or for the killed primary (kubelet restarts it).
+// Promoting the replica that answers would lose those writes, and the checker would see it.
 func (r *run) partitionReplicaDuringFailover(ctx context.Context) (time.Time, error) {
 	p, err := r.primary(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
-	return r.partition(ctx, r.others(p)[0], []string{"operator"}, 15*time.Second, func() error {
+	others := r.others(p)
+	cut, behind := others[0], others[1]
+	pp, err := pod(ctx, r.ns, p)
+	if err != nil {
+		return time.Time{}, err
+	}
+	bp, err := pod(ctx, r.ns, behind)
+	if err != nil {
+		return time.Time{}, err
+	}
+	heal, err := g.Partition(bp, "mysqld", pp.Status.PodIP)
+	if err != nil {
+		return time.Time{}, err
+	}
+	time.Sleep(3 * time.Second) // writes acknowledged by cut alone
+	_, err = r.partition(ctx, cut, []string{"operator"}, 15*time.Second, func() error {
 		_, err := r.signalPrimary(ctx, syscall.SIGKILL)
 		return err
 	})
+	return time.Now(), errors.Join(err, heal())
 }
 
 // killOperator kills the manager process (kubelet restarts its container) and waits for

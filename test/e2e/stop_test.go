@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
@@ -51,9 +52,7 @@ func requireStopAcknowledgesNothing(t *testing.T, c *mysqlv1beta1.MySQLCluster, 
 	ctx := context.Background()
 	ns := c.Namespace
 	// Paused, so that the operator does not restart the replica's receiver.
-	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
-	c.Spec.Paused = true
-	require.NoError(t, k8s.Update(ctx, c))
+	setPaused(t, c, true)
 	pdb, rdb := dbOf(t, ns, primary), dbOf(t, ns, replica)
 	_, err := pdb.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS app.t (id INT AUTO_INCREMENT PRIMARY KEY)")
 	require.NoError(t, err)
@@ -102,9 +101,14 @@ func requireStopAcknowledgesNothing(t *testing.T, c *mysqlv1beta1.MySQLCluster, 
 	require.Contains(t, log.String(), "dolphin: client sessions ended; shutting mysqld down", how)
 
 	// Resumed, the cluster comes back whole.
-	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
-	c.Spec.Paused = false
-	require.NoError(t, k8s.Update(ctx, c))
+	setPaused(t, c, false)
 	readyCluster(t, ns, c.Name)
 	waitPrimary(t, ns, c.Name, primary)
+}
+
+// setPaused sets spec.paused with a merge patch (the operator writes the object meanwhile).
+func setPaused(t *testing.T, c *mysqlv1beta1.MySQLCluster, paused bool) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused))
+	require.NoError(t, k8s.Patch(context.Background(), c, patch))
 }
