@@ -156,13 +156,18 @@ func primaryDown(in Input, p *Instance) Decision {
 		d.RequeueAfter = time.Millisecond
 		return d
 	}
+	best := mostAdvanced(cands, in.Desired)
 	if p != nil && p.Evicting && !p.Stopped {
 		d.Primary = name
+		if best != nil {
+			// The successor is put behind the primary Service already: it refuses writes
+			// until it is promoted, and the Service's endpoints catch up meanwhile.
+			d.Roles[best.Name] = resources.RolePrimary
+		}
 		d.Message = fmt.Sprintf("primary %s lost: waiting for its kubelet to stop it before promoting a successor", name)
 		d.RequeueAfter = 200 * time.Millisecond
 		return d
 	}
-	best := mostAdvanced(cands, in.Desired)
 	if best == nil {
 		d.State, d.Reason = StateErrant, mysqlv1beta1.ReasonInstancesDiverged
 		d.Message = fmt.Sprintf("primary %s lost and the replicas received diverging transactions; promote one by hand", name)

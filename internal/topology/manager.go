@@ -119,7 +119,8 @@ func (m *Manager) carryOut(ctx context.Context, cl *cluster, in Input, d Decisio
 		return err
 	}
 	// Demotions are labelled before acting: an old primary leaves the primary Service
-	// before anyone else is promoted. Promotions are labelled after, once they happened.
+	// before anyone else is promoted. Promotions are labelled after, once they happened
+	// (or, while a failover waits for the kubelet, for a successor still read-only).
 	if err := m.label(ctx, cl, d.Roles, false); err != nil {
 		return err
 	}
