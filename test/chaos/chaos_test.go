@@ -88,6 +88,15 @@ func TestChaos(t *testing.T) {
 		ended, err := rd.fault(ctx)
 		require.NoError(t, err, "round %s: the fault", rd.name)
 		took, c, err := r.settled(ctx, w, ended)
+		if err != nil {
+			// Unsettled, the writes may still be checked: a lost write says more than
+			// a cluster that did not recover.
+			if p, perr := r.primary(ctx); perr == nil {
+				missing, merr := r.lostWrites(ctx, p, w.Acks())
+				t.Logf("round %s: unsettled; on primary %s, acknowledged writes missing: %d (%v)", rd.name, p, len(missing), merr)
+				require.Empty(t, missing, "round %s: acknowledged writes missing from the primary", rd.name)
+			}
+		}
 		require.NoError(t, err, "round %s: the cluster is Ready within %s of the fault's end", rd.name, recoveryBound)
 		recovery := time.Since(ended)
 		maxRecovery = max(maxRecovery, recovery)

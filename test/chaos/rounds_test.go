@@ -147,10 +147,11 @@ func (r *run) partitionPrimaryFromReplicas(ctx context.Context) (time.Time, erro
 
 // partitionReplicaDuringFailover lets one replica fall behind (cut off from the primary for
 // a few seconds while the writer commits), then cuts the other replica off from the operator
-// and kills the primary. With one acknowledgement per commit only the unreachable replica
-// is known to hold the newest acknowledged writes, so the failover cannot be proved safe
-// and must wait, for that replica or for the killed primary (kubelet restarts it).
-// Promoting the replica that answers would lose those writes, and the checker would see it.
+// and hangs the primary (SIGSTOP: a killed one is back before the detection delay). With
+// one acknowledgement per commit only the unreachable replica is known to hold the newest
+// acknowledged writes, so the failover cannot be proved safe and must wait until that
+// replica answers again. Promoting the replica that answers would lose those writes, and
+// the checker would see it.
 func (r *run) partitionReplicaDuringFailover(ctx context.Context) (time.Time, error) {
 	p, err := r.primary(ctx)
 	if err != nil {
@@ -172,9 +173,11 @@ func (r *run) partitionReplicaDuringFailover(ctx context.Context) (time.Time, er
 	}
 	time.Sleep(3 * time.Second) // writes acknowledged by cut alone
 	_, err = r.partition(ctx, cut, []string{"operator"}, 15*time.Second, func() error {
-		_, err := r.signalPrimary(ctx, syscall.SIGKILL)
-		return err
+		return g.Signal(pp, "mysqld", "mysqld", syscall.SIGSTOP)
 	})
+	// Evicted once the failover could go on, or restarted by its liveness probe: then there
+	// is nothing left to resume.
+	_ = g.Signal(pp, "mysqld", "mysqld", syscall.SIGCONT)
 	return time.Now(), errors.Join(err, heal())
 }
 
