@@ -16,12 +16,15 @@ import (
 )
 
 // An evicted pod's grace period, and how long after the eviction a pod whose kubelet has
-// not confirmed it stopped is taken as stopped. Its kubelet sends SIGTERM at once, and a
-// mysqld shutting down stops answering clients long before this; a lost node's kubelet
-// never confirms, and the frozen replicas leave such a primary nothing it could commit.
+// not confirmed it stopped is taken as stopped. Its kubelet sends SIGTERM at once, and the
+// mysqld container then fences mysqld (read-only pending, client sessions killed) and shuts
+// it down, or kills it when it does not answer; under load that took close to a second, and
+// a successor promoted sooner was seen writable beside the old primary by the chaos
+// suite's sampler. A lost node's kubelet never confirms, and the frozen replicas leave such
+// a primary nothing it could commit.
 const (
 	evictionGrace = 1
-	EvictionWait  = time.Second
+	EvictionWait  = 2 * time.Second
 )
 
 // CatchUpTimeout bounds how long one pass's promotion waits for the candidate to apply
