@@ -47,9 +47,10 @@ ended() {
 }
 stop() {
 	trap '' TERM
+	t0=$(date +%s%N)
 	sql 600 -e "SET GLOBAL super_read_only = ON /* dolphin-fence */" >/dev/null 2>&1 &
 	if ended; then
-		echo "dolphin: client sessions ended; shutting mysqld down" >&2
+		echo "dolphin: client sessions ended in $((($(date +%s%N) - t0) / 1000000)) ms; shutting mysqld down" >&2
 		kill -TERM "$pid"
 	else
 		echo "dolphin: could not end mysqld's client sessions; killing it, so that no waiting commit is acknowledged" >&2

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -134,7 +135,24 @@ func (r *run) partitionPrimaryFromOperator(ctx context.Context) (time.Time, erro
 	if err != nil {
 		return time.Time{}, err
 	}
-	return r.partition(ctx, p, []string{"operator"}, 15*time.Second, nil)
+	pd, err := pod(ctx, r.ns, p)
+	if err != nil {
+		return time.Time{}, err
+	}
+	// The evicted primary's log goes with its pod: followed, it shows how its stop went.
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	log, err := g.FollowLog(lctx, pd, "mysqld")
+	if err != nil {
+		return time.Time{}, err
+	}
+	ended, err := r.partition(ctx, p, []string{"operator"}, 15*time.Second, nil)
+	for line := range strings.Lines(log.String()) {
+		if strings.HasPrefix(line, "dolphin:") {
+			r.t.Logf("%s: %s", p, strings.TrimSpace(line))
+		}
+	}
+	return ended, err
 }
 
 func (r *run) partitionPrimaryFromReplicas(ctx context.Context) (time.Time, error) {

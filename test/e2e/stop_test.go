@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,7 +99,12 @@ func requireStopAcknowledgesNothing(t *testing.T, c *mysqlv1beta1.MySQLCluster, 
 		t.Fatalf("%s: the mysqld container's log did not end", how)
 	}
 	// The sessions were ended and mysqld shut down, not killed: it answered the fence.
-	require.Contains(t, log.String(), "dolphin: client sessions ended; shutting mysqld down", how)
+	require.Regexp(t, `dolphin: client sessions ended in \d+ ms; shutting mysqld down`, log.String(), how)
+	for line := range strings.Lines(log.String()) {
+		if strings.HasPrefix(line, "dolphin:") {
+			t.Logf("%s: %s", how, strings.TrimSpace(line))
+		}
+	}
 
 	// Resumed, the cluster comes back whole.
 	setPaused(t, c, false)
