@@ -174,9 +174,10 @@ test-chainsaw: cluster-tools images chainsaw kustomize manifests ## Chainsaw sui
 .PHONY: bench-failover
 bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, hung mysqld (SIGSTOP), mysqld crash, switchover (BENCH_RUNS, default 5).
 	go build -o $(LOCALBIN)/bench-failover ./test/bench/failover
-	$(LOCALBIN)/bench-failover --runs $(BENCH_RUNS)
+	$(LOCALBIN)/bench-failover --runs $(BENCH_RUNS) $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
 
 BENCH_RUNS ?= 5
+BENCH_ONLY ?=
 
 ##@ Build
 

@@ -2,8 +2,10 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,18 +35,50 @@ const CatchUpTimeout = 10 * time.Second
 
 // act carries the decision's actions out in order and stops at the first failure. Each
 // step is idempotent: the next pass, which gathers afresh, finishes an interrupted one.
+// Neighbouring freezes and evictions run side by side (together).
 func (m *Manager) act(ctx context.Context, cl *cluster, d Decision) error {
-	for _, a := range d.Actions {
-		timeout := ActionTimeout
-		if a.Kind == ActPromote || a.Kind == ActSwitchover {
-			timeout += CatchUpTimeout
+	for i := 0; i < len(d.Actions); {
+		j := i + 1
+		if together(d.Actions[i].Kind) {
+			for j < len(d.Actions) && together(d.Actions[j].Kind) {
+				j++
+			}
 		}
-		actx, cancel := context.WithTimeout(ctx, timeout)
-		err := m.do(actx, cl, a)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
+		if err := m.actAll(ctx, cl, d.Actions[i:j]); err != nil {
+			return err
 		}
+		i = j
+	}
+	return nil
+}
+
+// together says whether an action may run beside its neighbours of the same sort: a
+// failover's freezes and its eviction each touch one instance and need no order among
+// themselves, and a freeze can wait seconds on the lost primary (STOP REPLICA waits for a
+// receiver stuck connecting to it, name lookup included), so run one after another they
+// added those waits up.
+func together(k ActionKind) bool { return k == ActFreeze || k == ActEvict }
+
+// actAll runs the actions at once, each within its deadline, and joins their errors.
+func (m *Manager) actAll(ctx context.Context, cl *cluster, actions []Action) error {
+	errs := make([]error, len(actions))
+	var wg sync.WaitGroup
+	for k, a := range actions {
+		wg.Go(func() { errs[k] = m.actOne(ctx, cl, a) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (m *Manager) actOne(ctx context.Context, cl *cluster, a Action) error {
+	timeout := ActionTimeout
+	if a.Kind == ActPromote || a.Kind == ActSwitchover {
+		timeout += CatchUpTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := m.do(actx, cl, a); err != nil {
+		return fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
 	}
 	return nil
 }

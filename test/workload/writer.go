@@ -36,7 +36,8 @@ func PrimaryEndpoint(ctx context.Context, k8s client.Client, namespace, cluster 
 // Ack is one write the database acknowledged.
 type Ack struct {
 	ID int
-	At time.Time
+	// Sent is when the INSERT was sent, At when its commit was acknowledged.
+	Sent, At time.Time
 }
 
 // Connect opens a connection to the cluster's primary, the way the application under test
@@ -124,6 +125,7 @@ func (w *Writer) run() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		sent := time.Now()
 		_, err := db.ExecContext(ctx, "INSERT INTO workload."+w.table+" (id) VALUES (?)", next)
 		cancel()
 		next++
@@ -136,7 +138,7 @@ func (w *Writer) run() {
 			continue
 		}
 		w.mu.Lock()
-		w.acks = append(w.acks, Ack{ID: next - 1, At: time.Now()})
+		w.acks = append(w.acks, Ack{ID: next - 1, Sent: sent, At: time.Now()})
 		w.mu.Unlock()
 	}
 	if db != nil {
@@ -151,13 +153,15 @@ func (w *Writer) Acks() []Ack {
 	return append([]Ack(nil), w.acks...)
 }
 
-// AckedAfter waits until a write is acknowledged after t and returns when it was.
+// AckedAfter waits until a write sent after t is acknowledged and returns when it was. A
+// write sent before t may be acknowledged just after it (its commit was done before a
+// fault at t), which says nothing of what t did.
 func (w *Writer) AckedAfter(ctx context.Context, t time.Time) (time.Time, error) {
 	for {
 		acks := w.Acks()
-		if n := len(acks); n > 0 && acks[n-1].At.After(t) {
+		if n := len(acks); n > 0 && acks[n-1].Sent.After(t) {
 			for _, a := range acks {
-				if a.At.After(t) {
+				if a.Sent.After(t) {
 					return a.At, nil
 				}
 			}

@@ -294,7 +294,8 @@ func (b *bench) awayFromOperator(ctx context.Context) (string, error) {
 		if pod.Spec.NodeName == ops.Items[0].Spec.NodeName {
 			continue
 		}
-		if i > 0 {
+		// spec.primary names it, so that it becomes primary again once its node returns.
+		if i > 0 || c.Spec.Primary != candidate {
 			c.Spec.Primary = candidate
 			if err := b.k8s.Update(ctx, c); err != nil {
 				return "", err

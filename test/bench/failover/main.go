@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -36,14 +37,15 @@ func main() {
 	}
 	runs := flag.Int("runs", 5, "failovers, hangs, crashes and switchovers to measure, each")
 	delay := flag.Duration("detection-delay", 2*time.Second, "spec.replication.failover.detectionDelay")
+	only := flag.String("only", "", "measure only this case (switchover, crash, failover or hung)")
 	flag.Parse()
-	if err := run(*runs, *delay); err != nil {
+	if err := run(*runs, *delay, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-failover:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs int, delay time.Duration) error {
+func run(runs int, delay time.Duration, only string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr})
@@ -55,14 +57,17 @@ func run(runs int, delay time.Duration) error {
 	if err != nil {
 		return err
 	}
-	kinds := []struct {
-		name, what, summary string
-		measure             func(context.Context) (result, error)
-	}{
+	kinds := []kind{
 		{"switchover", "writes unavailable", "switchover_unavailable_seconds", b.switchover},
 		{"crash", "kill to writes acknowledged", "crash_unavailable_seconds", b.crash},
 		{"failover", "node stop to new primary", "failover_seconds", b.failover},
 		{"hung", "SIGSTOP to writes acknowledged", "hung_failover_seconds", b.hung},
+	}
+	if only != "" {
+		kinds = slices.DeleteFunc(kinds, func(k kind) bool { return k.name != only })
+		if len(kinds) == 0 {
+			return fmt.Errorf("--only %q names no case", only)
+		}
 	}
 	service, direct := make([][]time.Duration, len(kinds)), make([][]time.Duration, len(kinds))
 	lost := make([]int, len(kinds))
@@ -79,11 +84,30 @@ func run(runs int, delay time.Duration) error {
 		}
 	}
 	fmt.Printf("detection delay %s, %d runs each, %d writes acknowledged\n", delay, runs, b.acked())
-	for _, k := range []int{2, 3, 1, 0} {
+	for _, k := range summaryOrder(kinds) {
 		fmt.Printf("%s p50=%.3f max=%.3f lost_writes=%d direct_p50=%.3f direct_max=%.3f\n", kinds[k].summary,
 			p50(service[k]), maxOf(service[k]), lost[k], p50(direct[k]), maxOf(direct[k]))
 	}
 	return nil
+}
+
+// kind is one case the benchmark measures.
+type kind struct {
+	name, what, summary string
+	measure             func(context.Context) (result, error)
+}
+
+// summaryOrder lists the kinds' indexes in the order of the summary lines.
+func summaryOrder(kinds []kind) []int {
+	var out []int
+	for _, name := range []string{"failover", "hung", "crash", "switchover"} {
+		for k := range kinds {
+			if kinds[k].name == name {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 func p50(ds []time.Duration) float64 {
