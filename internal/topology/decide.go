@@ -165,7 +165,7 @@ func primaryDown(in Input, p *Instance) Decision {
 			d.Roles[best.Name] = resources.RolePrimary
 		}
 		d.Message = fmt.Sprintf("primary %s lost: waiting for its kubelet to stop it before promoting a successor", name)
-		d.RequeueAfter = 200 * time.Millisecond
+		d.RequeueAfter = 100 * time.Millisecond // such a pass reads only the replicas
 		return d
 	}
 	if best == nil {

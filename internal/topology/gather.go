@@ -121,6 +121,7 @@ func (e gatherError) Error() string { return string(e) }
 const (
 	errNoPod     = gatherError("no pod")
 	errNoAddress = gatherError("pod has no address yet")
+	errDeleting  = gatherError("pod is being deleted")
 )
 
 // gather reads every instance. The recorded primary is read last: a replica's executed
@@ -201,13 +202,22 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	start := m.now()
 	timeout := StatusTimeout
 	m.mu.Lock()
-	if _, down := m.down[downKey]; down {
+	_, down := m.down[downKey]
+	m.mu.Unlock()
+	if down {
 		// Known down: a recovered mysqld answers well within this, a hung one never does,
 		// and the passes of a failover should not each wait out StatusTimeout on it.
 		timeout = DownStatusTimeout
 	}
-	m.mu.Unlock()
-	conn, err := m.connect(cl, name)
+	var conn mysql.Instance
+	var err error
+	if pod := cl.pods[name]; down && pod != nil && pod.DeletionTimestamp != nil {
+		// Known down and its pod on the way out (an evicted primary): the passes that wait
+		// for its kubelet do not ask it again.
+		err = errDeleting
+	} else {
+		conn, err = m.connect(cl, name)
+	}
 	var st *mysql.Status
 	if err == nil {
 		sctx, cancel := context.WithTimeout(ctx, timeout)
@@ -235,7 +245,7 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 			m.down[downKey] = since
 		}
 		fault := mysql.Classify(err)
-		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) {
+		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) || errors.Is(err, errDeleting) {
 			fault = ""
 		}
 		return Instance{Name: name, Index: index, Error: err.Error(), Fault: fault, UnreachableFor: m.now().Sub(since)}

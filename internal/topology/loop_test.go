@@ -222,3 +222,34 @@ func TestPodState(t *testing.T) {
 		require.Equal(t, tc.stopped, s, tc.name)
 	}
 }
+
+// Once the hung primary's pod is being deleted, the passes that wait for its kubelet do not
+// ask it again (each would wait out DownStatusTimeout on it).
+func TestAnEvictedPrimaryIsNotAskedAgain(t *testing.T) {
+	w := newWorld(t)
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 0}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+	ctx := context.Background()
+	p := &corev1.Pod{}
+	require.NoError(t, w.m.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db-0"}, p))
+	p.Finalizers = []string{"test/keep"} // so that the deletion leaves a pod being deleted
+	require.NoError(t, w.m.Client.Update(ctx, p))
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.ContainerMySQL,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	require.NoError(t, w.m.Client.Status().Update(ctx, p))
+	asked := 0
+	w.instances["db-0"].hang = func(context.Context) error { asked++; return context.DeadlineExceeded }
+
+	w.pass(t) // freezes and evicts
+	require.NoError(t, w.m.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db-0"}, p))
+	require.NotNil(t, p.DeletionTimestamp)
+	for _, n := range []string{"db-1", "db-2"} {
+		w.instances[n].status.Replica.IORunning = false
+	}
+	asked = 0
+	d := w.pass(t)
+	require.Zero(t, asked, "the evicted primary was asked again")
+	require.Contains(t, d.Message, "waiting for its kubelet", d.Message)
+}
