@@ -10,7 +10,9 @@ package resources
 // lost node comes back and its kubelet stops the pods it should no longer run. A client
 // told "committed" by an instance that is then replaced has lost that write.
 //
-// So SIGTERM goes to this shell, which first fences mysqld over the local socket:
+// So SIGTERM goes to this shell, which first fences mysqld over the local socket (the
+// steps of internal/mysql's Fence, which the operator runs over the network, less turning
+// semi-sync off to let the killed commits end, which the shutdown that follows does):
 //  1. SET GLOBAL super_read_only = ON is sent and left running: it waits for the commits
 //     in progress, and while it waits no new transaction can commit (a pending global read
 //     lock holds every write back). It ends with mysqld. The next step begins once

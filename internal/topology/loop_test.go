@@ -173,18 +173,9 @@ func TestForgetStopsTheLoop(t *testing.T) {
 // A hung primary whose pod still runs is evicted (its kubelet kills mysqld) in the pass
 // that freezes the receivers, and the successor is promoted once the pod is gone.
 func TestAHungPrimaryIsEvictedBeforeItsSuccessorIsPromoted(t *testing.T) {
-	w := newWorld(t)
-	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 0}
-	w.pass(t)
-	w.replicate("db-0", u1+":1-5")
-	w.pass(t)
+	w := hungPrimary(t, nil, func() {})
 	ctx := context.Background()
 	p := &corev1.Pod{}
-	require.NoError(t, w.m.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db-0"}, p))
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.ContainerMySQL,
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	require.NoError(t, w.m.Client.Status().Update(ctx, p))
-	w.instances["db-0"].hang = func(context.Context) error { return context.DeadlineExceeded }
 
 	w.pass(t)
 	require.ElementsMatch(t, []string{"db-1 StopReplication all=false", "db-2 StopReplication all=false"}, strings.Split(w.logged(), "\n"))
@@ -226,21 +217,11 @@ func TestPodState(t *testing.T) {
 // Once the hung primary's pod is being deleted, the passes that wait for its kubelet do not
 // ask it again (each would wait out DownStatusTimeout on it).
 func TestAnEvictedPrimaryIsNotAskedAgain(t *testing.T) {
-	w := newWorld(t)
-	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 0}
-	w.pass(t)
-	w.replicate("db-0", u1+":1-5")
-	w.pass(t)
+	asked := 0
+	// A finalizer, so that the deletion leaves a pod being deleted.
+	w := hungPrimary(t, []string{"test/keep"}, func() { asked++ })
 	ctx := context.Background()
 	p := &corev1.Pod{}
-	require.NoError(t, w.m.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db-0"}, p))
-	p.Finalizers = []string{"test/keep"} // so that the deletion leaves a pod being deleted
-	require.NoError(t, w.m.Client.Update(ctx, p))
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.ContainerMySQL,
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	require.NoError(t, w.m.Client.Status().Update(ctx, p))
-	asked := 0
-	w.instances["db-0"].hang = func(context.Context) error { asked++; return context.DeadlineExceeded }
 
 	w.pass(t) // freezes and evicts
 	require.NoError(t, w.m.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db-0"}, p))
@@ -252,4 +233,27 @@ func TestAnEvictedPrimaryIsNotAskedAgain(t *testing.T) {
 	d := w.pass(t)
 	require.Zero(t, asked, "the evicted primary was asked again")
 	require.Contains(t, d.Message, "waiting for its kubelet", d.Message)
+}
+
+// hungPrimary is a world whose primary db-0 (detection delay 0) has a running mysqld
+// container, the given finalizers, and hangs from now on (each read calls asked).
+func hungPrimary(t *testing.T, finalizers []string, asked func()) *world {
+	t.Helper()
+	w := newWorld(t)
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 0}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+	ctx := context.Background()
+	p := &corev1.Pod{}
+	require.NoError(t, w.m.Client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db-0"}, p))
+	if finalizers != nil {
+		p.Finalizers = finalizers
+		require.NoError(t, w.m.Client.Update(ctx, p))
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.ContainerMySQL,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	require.NoError(t, w.m.Client.Status().Update(ctx, p))
+	w.instances["db-0"].hang = func(context.Context) error { asked(); return context.DeadlineExceeded }
+	return w
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -147,10 +146,8 @@ func (r *run) partitionPrimaryFromOperator(ctx context.Context) (time.Time, erro
 		return time.Time{}, err
 	}
 	ended, err := r.partition(ctx, p, []string{"operator"}, 15*time.Second, nil)
-	for line := range strings.Lines(log.String()) {
-		if strings.HasPrefix(line, "dolphin:") {
-			r.t.Logf("%s: %s", p, strings.TrimSpace(line))
-		}
+	for _, line := range log.Lines("dolphin:") {
+		r.t.Logf("%s: %s", p, line)
 	}
 	return ended, err
 }

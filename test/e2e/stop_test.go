@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -100,10 +99,8 @@ func requireStopAcknowledgesNothing(t *testing.T, c *mysqlv1beta1.MySQLCluster, 
 	}
 	// The sessions were ended and mysqld shut down, not killed: it answered the fence.
 	require.Regexp(t, `dolphin: client sessions ended in \d+ ms; shutting mysqld down`, log.String(), how)
-	for line := range strings.Lines(log.String()) {
-		if strings.HasPrefix(line, "dolphin:") {
-			t.Logf("%s: %s", how, strings.TrimSpace(line))
-		}
+	for _, line := range log.Lines("dolphin:") {
+		t.Logf("%s: %s", how, line)
 	}
 
 	// Resumed, the cluster comes back whole.

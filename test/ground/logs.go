@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,17 @@ func (l *Log) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// Lines are the logged lines that begin with prefix, without their line ends.
+func (l *Log) Lines(prefix string) []string {
+	var out []string
+	for line := range strings.Lines(l.String()) {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, strings.TrimRight(line, "\n"))
+		}
+	}
+	return out
 }
 
 // Ended is closed once the log stream ends (the container stopped or its pod went).
