@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
 # run-tiers.sh TIER...: runs each make target in order, stops at the first that fails, and
-# ends with a table of how long each took (what `make test` prints last).
+# ends with a table of how long each took (what `make test` prints last). When a tier fails,
+# the lines that say why (go test's failures and assertion reports) are printed again just
+# before the table: a failing test's log dumps can run to thousands of lines, and a CI
+# report that keeps only the end of the output would otherwise lose the reason.
 set -uo pipefail
 declare -a names=() secs=() results=()
 failed=0
 start_all=$(date +%s)
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+
+# why LOG: the failure lines of a go test run, at most 80, long lines cut.
+why() {
+  awk '
+    /^[[:space:]]*Error Trace:/ { block = 1 }
+    block { print; if (/^[[:space:]]*Messages:/ || ++n > 12) { block = 0; n = 0 }; next }
+    /^[[:space:]]*--- FAIL/ || /^panic: / || /^FAIL[[:space:]]/ || /\*\*\* \[/ { print; next }
+    /^[[:space:]]+[A-Za-z0-9_]+_test\.go:[0-9]+: / && !/level=/ { print }
+  ' "$1" | cut -c1-400 | tail -n 80
+}
+
 for tier in "$@"; do
   start=$(date +%s)
-  make --no-print-directory "$tier"
-  rc=$?
+  make --no-print-directory "$tier" 2>&1 | tee "$logs/$tier.log"
+  rc=${PIPESTATUS[0]}
   names+=("$tier"); secs+=($(( $(date +%s) - start )))
-  if [ $rc -ne 0 ]; then results+=("FAILED (exit $rc)"); failed=1; break; fi
+  if [ $rc -ne 0 ]; then
+    results+=("FAILED (exit $rc)"); failed=1
+    echo
+    echo "== why $tier failed (its failure lines, repeated) =="
+    why "$logs/$tier.log"
+    break
+  fi
   results+=("ok")
 done
 echo
@@ -20,5 +42,5 @@ for i in "${!names[@]}"; do printf '%-20s %8s  %s\n' "${names[$i]}" "${secs[$i]}
 for tier in "${@:$(( ${#names[@]} + 1 ))}"; do printf '%-20s %8s  %s\n' "$tier" - "not run"; done
 printf '%-20s %8s\n' total $(( $(date +%s) - start_all ))
 passed=0; for r in "${results[@]}"; do [ "$r" = ok ] && passed=$((passed + 1)); done
-echo "tiers: $passed passed, $(( $# - passed )) failed"
+echo "tiers: $passed passed, $failed failed, $(( $# - ${#names[@]} )) not run"
 exit $failed

@@ -1,0 +1,66 @@
+package tiers
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A makefile whose "bad" tier fails the way go test does: an assertion report, log noise
+// after it, then the FAIL lines.
+const makefile = `ok:
+	@echo fine
+bad:
+	@printf '    x_test.go:12: INSTALL took 1s\n'
+	@printf '        \tError Trace:\t/a/x_test.go:20\n        \tError:      \tNot equal\n'
+	@printf '        \tTest:       \tTestX\n        \tMessages:   \tthe upgrade moved no primary\n'
+	@for i in $$(seq 1 3000); do echo 'time="t" level=info msg=noise'; done
+	@printf -- '--- FAIL: TestX (1.00s)\nFAIL\n'
+	@exit 2
+never:
+	@echo never
+`
+
+func TestAFailingTierEndsWithItsReasonAndTheTable(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644))
+	script, err := filepath.Abs("../run-tiers.sh")
+	require.NoError(t, err)
+	cmd := exec.Command("bash", script, "ok", "bad", "never")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "run-tiers exits non-zero when a tier fails")
+	require.Equal(t, 1, exit.ExitCode())
+
+	// What a report keeping the last 40 lines would show.
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	end := strings.Join(lines[len(lines)-40:], "\n")
+	require.Contains(t, end, "== why bad failed")
+	require.Contains(t, end, "Messages:   \tthe upgrade moved no primary")
+	require.Contains(t, end, "x_test.go:12: INSTALL took 1s")
+	require.Contains(t, end, "--- FAIL: TestX")
+	why := end[strings.Index(end, "== why"):]
+	require.NotContains(t, why, "level=info", "log noise is not repeated")
+	require.Regexp(t, `bad +\d+  FAILED \(exit 2\)`, end)
+	require.Regexp(t, `never +-  not run`, end)
+	require.Contains(t, end, "tiers: 1 passed, 1 failed, 1 not run")
+	require.NotContains(t, string(out), "never\n", "no tier runs after a failure")
+}
+
+func TestPassingTiersPrintNoReason(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644))
+	script, err := filepath.Abs("../run-tiers.sh")
+	require.NoError(t, err)
+	cmd := exec.Command("bash", script, "ok", "never")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NotContains(t, string(out), "== why")
+	require.Contains(t, string(out), "tiers: 2 passed, 0 failed, 0 not run")
+}
