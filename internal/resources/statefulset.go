@@ -217,15 +217,45 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 // (AccountsSQL). Accounts made here are not in the binary log, so a new instance's
 // gtid_executed is empty. A volume that has data is left alone. Passwords come from
 // CredentialsSecret's alphabet, which needs no quoting in SQL.
+//
+// An initialisation can be cut short (the pod deleted, its node lost, the container out of
+// memory); mysqld --initialize then leaves files that a second run refuses to initialise
+// over, or a mysql/ folder without the accounts. So it runs in a stage folder on the volume,
+// marked complete once mysqld has finished, and the stage is moved into place entry by
+// entry with mysql/ last: DataDir/mysql, the sign of an initialised folder (as it was
+// before the stage existed, so volumes initialised then are recognised), appears only
+// once everything else is there. An unfinished stage is started over; a complete one is
+// moved on. Files of any other origin on the volume are left alone and the container fails.
 const initScript = `set -eu
-if [ -d ` + DataDir + `/mysql ]; then echo "data folder already initialised"; exit 0; fi
-cat > ` + TmpDir + `/init.sql <<SQL
+data=` + DataDir + `
+stage=$data/` + initStage + `
+if [ -d "$data/mysql" ]; then rm -rf "$stage"; echo "data folder already initialised"; exit 0; fi
+if [ ! -e "$stage/.complete" ]; then
+  other=$(find "$data" -mindepth 1 -maxdepth 1 ! -name lost+found ! -name ` + initStage + ` | head -n 5)
+  if [ -n "$other" ]; then
+    echo "dolphin: the data volume holds files but no initialised data folder; not initialising over:" $other >&2
+    exit 1
+  fi
+  rm -rf "$stage"
+  mkdir "$stage"
+  cat > ` + TmpDir + `/init.sql <<SQL
 ALTER USER 'root'@'localhost' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
 CREATE USER 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
 GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;
 ` + AccountsSQL + `SQL
-exec mysqld --no-defaults --initialize-insecure --datadir=` + DataDir + ` --init-file=` + TmpDir + `/init.sql --log-error-verbosity=2
+  mysqld --no-defaults --initialize-insecure --datadir="$stage" --init-file=` + TmpDir + `/init.sql --log-error-verbosity=2
+  touch "$stage/.complete"
+else
+  echo "dolphin: moving a complete initialisation into place"
+fi
+find "$stage" -mindepth 1 -maxdepth 1 ! -name mysql ! -name .complete -exec mv -t "$data" {} +
+mv "$stage/mysql" "$data/mysql"
+rm -rf "$stage"
+echo "dolphin: data folder initialised"
 `
+
+// initStage is the folder on the data volume an initialisation runs in (initScript).
+const initStage = ".dolphin-init"
 
 func initContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
 	return corev1.Container{

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
@@ -30,6 +29,7 @@ type run struct {
 	names     []string
 	bystander string
 	pokes     int
+	scaled    scaling // the bystander's last scaling (poke)
 }
 
 // TestChaos runs every round once, in an order drawn from the seed it prints
@@ -108,6 +108,10 @@ func TestChaos(t *testing.T) {
 			took.Round(100*time.Millisecond), c.Status.CurrentPrimary, len(w.Acks()), missing)
 		require.Empty(t, missing, "round %s: acknowledged writes missing from the primary", rd.name)
 		require.Greater(t, r.pokes, pokesBefore, "round %s: the bystander was reconciled during the round", rd.name)
+		scaled, err := r.bystanderScaled(ctx)
+		require.NoError(t, err, "round %s", rd.name)
+		t.Logf("round %d: the bystander scaled to %d instances, Ready %s after it was asked", k+1, r.scaled.to,
+			scaled.Round(100*time.Millisecond))
 	}
 	_, c, err := r.settled(ctx, w, time.Now())
 	require.NoError(t, err, "the cluster is settled at the end")
@@ -160,8 +164,10 @@ func (r *run) lostWrites(ctx context.Context, primary string, acks []workload.Ac
 	return missing, err
 }
 
-// poke changes the bystander's spec and waits for its status to catch up: the operator
-// reconciles other clusters while this one is in trouble.
+// poke scales the bystander between one and two instances and waits for its status to
+// be at the new generation: the operator reconciles other clusters while this one is in
+// trouble. The scaling itself (a new instance cloned, or one removed) is awaited at the
+// round's end (bystanderScaled).
 func (r *run) poke(ctx context.Context) error {
 	c := &mysqlv1beta1.MySQLCluster{}
 	key := client.ObjectKey{Namespace: r.ns, Name: r.bystander}
@@ -173,16 +179,13 @@ func (r *run) poke(ctx context.Context) error {
 		if err := k8s.Get(ctx, key, c); err != nil {
 			return err
 		}
-		d := 2 * time.Second
-		if c.Spec.Replication.Failover.DetectionDelay != nil && c.Spec.Replication.Failover.DetectionDelay.Duration == d {
-			d = 3 * time.Second
-		}
-		c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: d}
+		c.Spec.Instances = new(3 - *c.Spec.Instances) // 1 -> 2 -> 1 ...
 		return k8s.Update(ctx, c)
 	}); err != nil {
 		return err
 	}
 	want := c.Generation
+	r.scaled = scaling{to: *c.Spec.Instances, at: time.Now()}
 	// Long enough for an operator that was just killed: its successor waits out its
 	// container's restart back-off and the leader-election lease first.
 	if err := ground.Poll(ctx, recoveryBound, func() error {
@@ -198,6 +201,25 @@ func (r *run) poke(ctx context.Context) error {
 	}
 	r.pokes++
 	return nil
+}
+
+// scaling is the bystander's last scaling: to how many instances, and when asked.
+type scaling struct {
+	to int32
+	at time.Time
+}
+
+// bystanderScaled waits until the bystander is Ready with the instances the last poke
+// asked for, every one replicating, and says how long after the poke that was.
+func (r *run) bystanderScaled(ctx context.Context) (time.Duration, error) {
+	_, c, err := ready(ctx, r.ns, r.bystander, recoveryBound)
+	if err != nil {
+		return 0, fmt.Errorf("the bystander did not scale to %d: %w", r.scaled.to, err)
+	}
+	if got := c.Status.ReadyInstances; got != r.scaled.to {
+		return 0, fmt.Errorf("the bystander has %d ready instances, not the %d asked for", got, r.scaled.to)
+	}
+	return time.Since(r.scaled.at), nil
 }
 
 // settled waits, within recoveryBound, until after the fault: a write was acknowledged

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,14 +190,14 @@ func unmountUnder(dir string) {
 	}
 }
 
-// ContainerPID is the host process ID of a running container's first process, read from
-// its node's containerd.
+// ContainerPID is the host process ID of a running container's first process (an init
+// container's too), read from its node's containerd.
 func (c *Cluster) ContainerPID(pod *corev1.Pod, container string) (int, error) {
 	n, err := c.NodeOf(pod)
 	if err != nil {
 		return 0, err
 	}
-	for _, st := range pod.Status.ContainerStatuses {
+	for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		if st.Name != container || st.State.Running == nil {
 			continue
 		}
