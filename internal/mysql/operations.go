@@ -123,7 +123,7 @@ func (i *instance) ConfigureReplica(ctx context.Context, o ReplicaOptions) error
 	if err := i.ensurePlugins(ctx); err != nil {
 		return err
 	}
-	if err := i.execAll(ctx, "SET GLOBAL super_read_only = ON", "SET GLOBAL rpl_semi_sync_source_enabled = OFF"); err != nil {
+	if err := i.Exec(ctx, "SET GLOBAL super_read_only = ON"); err != nil {
 		return err
 	}
 	st, err := i.Status(ctx)
@@ -131,16 +131,21 @@ func (i *instance) ConfigureReplica(ctx context.Context, o ReplicaOptions) error
 		return err
 	}
 	r := st.Replica
-	if r != nil && r.SourceHost == o.SourceHost && r.SourcePort == o.SourcePort && r.IORunning && r.SQLRunning &&
-		st.SemiSyncReplica == o.SemiSync {
-		return nil
+	if r == nil || r.SourceHost != o.SourceHost || r.SourcePort != o.SourcePort || !r.IORunning || !r.SQLRunning ||
+		st.SemiSyncReplica != o.SemiSync {
+		semi := "OFF"
+		if o.SemiSync {
+			semi = "ON"
+		}
+		// The replica side of semi-sync takes effect when the IO thread starts.
+		if err := i.execAll(ctx, "STOP REPLICA", "SET GLOBAL rpl_semi_sync_replica_enabled = "+semi, changeSource(o), "START REPLICA"); err != nil {
+			return err
+		}
 	}
-	semi := "OFF"
-	if o.SemiSync {
-		semi = "ON"
-	}
-	// The replica side of semi-sync takes effect when the IO thread starts.
-	return i.execAll(ctx, "STOP REPLICA", "SET GLOBAL rpl_semi_sync_replica_enabled = "+semi, changeSource(o), "START REPLICA")
+	// An old primary's source side of semi-sync goes last: turning it off waits for its
+	// acknowledgement receiver to stop, which took a second on MySQL 9.7, and until this
+	// instance replicates its new source may have no replica to acknowledge its commits.
+	return i.Exec(ctx, "SET GLOBAL rpl_semi_sync_source_enabled = OFF")
 }
 
 func (i *instance) SetSuperReadOnly(ctx context.Context, on bool) error {

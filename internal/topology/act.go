@@ -35,29 +35,46 @@ const CatchUpTimeout = 10 * time.Second
 
 // act carries the decision's actions out in order and stops at the first failure. Each
 // step is idempotent: the next pass, which gathers afresh, finishes an interrupted one.
-// Neighbouring freezes and evictions run side by side (together).
+// Neighbouring actions of one group run side by side (group). Once an instance has been
+// made primary, its role label is set at once, before the actions after it: the primary
+// Service routes to it while its replicas are being pointed at it.
 func (m *Manager) act(ctx context.Context, cl *cluster, d Decision) error {
 	for i := 0; i < len(d.Actions); {
 		j := i + 1
-		if together(d.Actions[i].Kind) {
-			for j < len(d.Actions) && together(d.Actions[j].Kind) {
+		if g := group(d.Actions[i].Kind); g != 0 {
+			for j < len(d.Actions) && group(d.Actions[j].Kind) == g {
 				j++
 			}
 		}
 		if err := m.actAll(ctx, cl, d.Actions[i:j]); err != nil {
 			return err
 		}
+		if k := d.Actions[i].Kind; k == ActBootstrap || k == ActPromote || k == ActSwitchover {
+			if err := m.label(ctx, cl, d.Roles, true); err != nil {
+				return err
+			}
+		}
 		i = j
 	}
 	return nil
 }
 
-// together says whether an action may run beside its neighbours of the same sort: a
-// failover's freezes and its eviction each touch one instance and need no order among
+// group says which actions may run beside their neighbours of the same group (0: none).
+// A failover's freezes and its eviction each touch one instance and need no order among
 // themselves, and a freeze can take seconds while its receiver tries to reach the lost
 // primary (a node-loss pass that froze two one after another took 4.6 s), so run one
-// after another they added those waits up.
-func together(k ActionKind) bool { return k == ActFreeze || k == ActEvict }
+// after another they added those waits up. Replicas being pointed at a new primary are
+// independent of each other too; an old primary's takes longest (turning its source side
+// of semi-sync off took a second on MySQL 9.7).
+func group(k ActionKind) int {
+	switch k {
+	case ActFreeze, ActEvict:
+		return 1
+	case ActConfigureReplica:
+		return 2
+	}
+	return 0
+}
 
 // actAll runs the actions at once, each within its deadline, and joins their errors.
 func (m *Manager) actAll(ctx context.Context, cl *cluster, actions []Action) error {
@@ -170,8 +187,8 @@ func (m *Manager) promote(ctx context.Context, cl *cluster, t mysql.Instance, na
 }
 
 // switchover fences the old primary, reads what it executed (after the fence nothing more
-// can commit), lets the target apply it, promotes the target and makes the old primary its
-// replica. The other replicas follow on the next pass.
+// can commit), lets the target apply it and promotes the target. The decision's next
+// actions make the old primary and the other replicas replicate from it.
 func (m *Manager) switchover(ctx context.Context, cl *cluster, t mysql.Instance, a Action) error {
 	old := cl.handles[a.From]
 	if old == nil {
@@ -180,6 +197,7 @@ func (m *Manager) switchover(ctx context.Context, cl *cluster, t mysql.Instance,
 	if err := fence(ctx, old); err != nil {
 		return err
 	}
+	cl.fenced[a.From] = true // its ConfigureReplica need not fence it again
 	st, err := old.Status(ctx)
 	if err != nil {
 		return err
@@ -188,10 +206,7 @@ func (m *Manager) switchover(ctx context.Context, cl *cluster, t mysql.Instance,
 	if err != nil {
 		return err
 	}
-	if err := m.promote(ctx, cl, t, a.Target, set); err != nil {
-		return err
-	}
-	return old.ConfigureReplica(ctx, m.replicaOptions(cl, a.Target))
+	return m.promote(ctx, cl, t, a.Target, set)
 }
 
 func primaryOptions(cl *cluster) mysql.PrimaryOptions {

@@ -320,7 +320,20 @@ func switchover(in Input, p *Instance, d *Decision) ([]Action, bool) {
 	d.State, d.Reason, d.Primary = StateSwitchover, mysqlv1beta1.ReasonSwitchover, t.Name
 	d.Message = fmt.Sprintf("switching over from %s to %s", p.Name, t.Name)
 	d.RequeueAfter = time.Millisecond
-	return []Action{{Kind: ActSwitchover, Target: t.Name, From: p.Name}}, true
+	// In the same pass, the old primary and every replica that cleanly replicates from it
+	// follow the new one (act runs them side by side): the new primary's commits wait for
+	// a semi-sync acknowledgement until one of them replicates from it. A replica with
+	// errant transactions is left for the next pass to judge.
+	acts := []Action{{Kind: ActSwitchover, Target: t.Name, From: p.Name},
+		{Kind: ActConfigureReplica, Target: p.Name, From: t.Name}}
+	for k := range in.Instances {
+		i := &in.Instances[k]
+		if i.Name != t.Name && i.Name != p.Name && i.Reachable && !i.Writable && i.replicating(p.Name) &&
+			i.errantAgainst(p).IsEmpty() {
+			acts = append(acts, Action{Kind: ActConfigureReplica, Target: i.Name, From: t.Name})
+		}
+	}
+	return acts, true
 }
 
 // replicas decides for each non-primary instance and returns notes on unhealthy ones.

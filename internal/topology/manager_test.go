@@ -43,6 +43,8 @@ type fakeInstance struct {
 	hang func(ctx context.Context) error
 	// cloneGate, when set, holds Clone until it is closed.
 	cloneGate chan struct{}
+	// configured, when set, is called by ConfigureReplica.
+	configured func()
 }
 
 func (f *fakeInstance) record(call string) {
@@ -69,6 +71,9 @@ func (f *fakeInstance) ConfigurePrimary(_ context.Context, o mysql.PrimaryOption
 }
 func (f *fakeInstance) ConfigureReplica(_ context.Context, o mysql.ReplicaOptions) error {
 	f.record("ConfigureReplica " + o.SourceHost)
+	if f.configured != nil {
+		f.configured()
+	}
 	return nil
 }
 func (f *fakeInstance) PrepareClone(context.Context, mysql.CloneOptions) error {
@@ -250,12 +255,23 @@ func TestManagerSwitchoverFencesBeforePromoting(t *testing.T) {
 	w.replicate("db-0", u1+":1-5")
 	w.pass(t)
 	w.c.Spec.Primary = "db-2"
+	// The primary Service routes to the new primary while its replicas are pointed at it:
+	// its commits wait for their acknowledgement, and the old primary's takes a while.
+	var roles sync.Map
+	for _, n := range []string{"db-0", "db-1"} {
+		w.instances[n].configured = func() { roles.Store(n, w.role(t, "db-2")) }
+	}
 	w.pass(t)
 	require.Equal(t, []string{
 		"db-0 Fence",
 		"db-2 WaitForGTID " + u1 + ":1-5", "db-2 ConfigurePrimary",
-		"db-0 ConfigureReplica 10.0.0.3",
-	}, w.log)
+	}, w.log[:3])
+	require.ElementsMatch(t, []string{"db-0 ConfigureReplica 10.0.0.3", "db-1 ConfigureReplica 10.0.0.3"}, w.log[3:],
+		"the old primary and the other replica follow the new one in the same pass")
+	for _, n := range []string{"db-0", "db-1"} {
+		role, _ := roles.Load(n)
+		require.Equal(t, "primary", role, "db-2 is labelled primary before %s is configured", n)
+	}
 	require.Equal(t, "db-2", w.holder(t))
 	require.Equal(t, "primary", w.role(t, "db-2"))
 	require.Equal(t, "none", w.role(t, "db-0"), "the old primary leaves the primary Service")

@@ -143,7 +143,8 @@ const (
 	// mysqld starts read-only.
 	ActEvict ActionKind = "Evict"
 	// ActSwitchover fences From, waits until Target has applied all of From's transactions,
-	// records Target as primary and makes it writable.
+	// records Target as primary and makes it writable. The decision's ConfigureReplica
+	// actions that follow make From and the other replicas replicate from Target.
 	ActSwitchover ActionKind = "Switchover"
 )
 
