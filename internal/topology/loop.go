@@ -174,6 +174,7 @@ func (m *Manager) startLocked(l *loop) {
 func (m *Manager) run(ctx context.Context, l *loop) {
 	defer close(l.done)
 	log := logf.FromContext(ctx).WithName("topology").WithValues("MySQLCluster", strings.TrimSuffix(l.key, "/"))
+	unsent := false // a changed report the reconciler has not been told of yet
 	for {
 		l.mu.Lock()
 		c := l.cluster
@@ -194,8 +195,8 @@ func (m *Manager) run(ctx context.Context, l *loop) {
 		changed := !r.same(l.report)
 		l.report, l.running = r, time.Time{}
 		l.mu.Unlock()
-		if changed {
-			m.notify(ctx, c)
+		if changed || unsent {
+			unsent = !m.notify(c)
 		}
 		if after <= 0 || after > PollInterval {
 			after = PollInterval
@@ -212,11 +213,15 @@ func (m *Manager) run(ctx context.Context, l *loop) {
 	}
 }
 
-// notify asks the reconciler to write the cluster's status.
-func (m *Manager) notify(ctx context.Context, c *mysqlv1beta1.MySQLCluster) {
-	ch := m.changes()
+// notify asks the reconciler to write the cluster's status, and says whether it could.
+// It never waits: a loop held up by a reconciler that does not take its events would stop
+// failing over. A loop whose event did not fit tries again after its next pass; the
+// reconciler reads the latest report whenever it runs, so one event stands for many.
+func (m *Manager) notify(c *mysqlv1beta1.MySQLCluster) bool {
 	select {
-	case ch <- event.GenericEvent{Object: c}:
-	case <-ctx.Done():
+	case m.changes() <- event.GenericEvent{Object: c}:
+		return true
+	default:
+		return false
 	}
 }

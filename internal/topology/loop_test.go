@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
@@ -140,6 +142,33 @@ func TestAClusterWhoseDatabasesHangCostsAnotherNothing(t *testing.T) {
 	r := w.m.Observe(ctx, w.clusters["db"])
 	require.True(t, r.Observed.IsZero(), "db's first pass has not ended: %+v", r)
 	require.Equal(t, mysqlv1beta1.ReasonWaitingForInstances, r.Reason)
+}
+
+// A reconciler that takes no events (its channel full) holds no loop up: the cluster is
+// still bootstrapped, and its event is sent once there is room.
+func TestAFullChangesChannelHoldsNoLoopUp(t *testing.T) {
+	w := newWorld(t)
+	w.m.events = make(chan event.GenericEvent, 1)
+	w.m.events <- event.GenericEvent{Object: w.clusters["db"]} // nobody reads it
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan error, 1)
+	go func() { started <- w.m.Start(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-started) }()
+
+	w.m.Observe(ctx, w.c)
+	// Bootstrapped and then, passes later, the replicas pointed at the primary.
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return slices.Contains(w.log, "db-1 ConfigureReplica 10.0.0.1")
+	}, 10*time.Second, 20*time.Millisecond, "the loop goes on while its events cannot be delivered")
+	<-w.m.Changes() // the reconciler catches up
+	select {
+	case ev := <-w.m.Changes():
+		require.Equal(t, "db", ev.Object.GetName())
+	case <-time.After(5 * time.Second):
+		t.Fatal("the event that did not fit was never sent")
+	}
 }
 
 func TestCheckFailsWhileAPassOutlivesItsDeadlines(t *testing.T) {
