@@ -143,7 +143,7 @@ func (i *instance) ConfigureReplica(ctx context.Context, o ReplicaOptions) error
 		}
 	}
 	// An old primary's source side of semi-sync goes last: turning it off waits for its
-	// acknowledgement receiver to stop, which took a second on MySQL 9.7, and until this
+	// acknowledgement receiver to stop (970 ms on MySQL 9.7), and until this
 	// instance replicates its new source may have no replica to acknowledge its commits.
 	return i.Exec(ctx, "SET GLOBAL rpl_semi_sync_source_enabled = OFF")
 }
