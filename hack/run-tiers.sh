@@ -11,13 +11,15 @@ start_all=$(date +%s)
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-# why LOG: the failure lines of a go test run, at most 80, long lines cut.
+# why LOG: the failure lines of a go test run (and the findings of vet and lint), at most
+# 80, long lines cut.
 why() {
   awk '
     /^[[:space:]]*Error Trace:/ { block = 1 }
     block { print; if (/^[[:space:]]*Messages:/ || ++n > 12) { block = 0; n = 0 }; next }
     /^[[:space:]]*--- FAIL/ || /^panic: / || /^FAIL[[:space:]]/ || /\*\*\* \[/ { print; next }
-    /^[[:space:]]+[A-Za-z0-9_]+_test\.go:[0-9]+: / && !/level=/ { print }
+    /^[[:space:]]+[A-Za-z0-9_]+_test\.go:[0-9]+: / && !/level=/ { print; next }
+    /^[^[:space:]]+\.go:[0-9]+:[0-9]+: / { print }
   ' "$1" | cut -c1-400 | tail -n 80
 }
 

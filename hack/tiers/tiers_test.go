@@ -20,6 +20,7 @@ bad:
 	@printf '        \tTest:       \tTestX\n        \tMessages:   \tthe upgrade moved no primary\n'
 	@for i in $$(seq 1 3000); do echo 'time="t" level=info msg=noise'; done
 	@printf -- '--- FAIL: TestX (1.00s)\nFAIL\n'
+	@printf 'test/e2e/x_test.go:72:15: QF1008: could remove embedded field (staticcheck)\n'
 	@exit 2
 never:
 	@echo never
@@ -45,6 +46,7 @@ func TestAFailingTierEndsWithItsReasonAndTheTable(t *testing.T) {
 	require.Contains(t, end, "x_test.go:12: INSTALL took 1s")
 	require.Contains(t, end, "--- FAIL: TestX")
 	why := end[strings.Index(end, "== why"):]
+	require.Contains(t, why, "test/e2e/x_test.go:72:15: QF1008", "a linter's finding is repeated")
 	require.NotContains(t, why, "level=info", "log noise is not repeated")
 	require.Regexp(t, `bad +\d+  FAILED \(exit 2\)`, end)
 	require.Regexp(t, `never +-  not run`, end)

@@ -94,7 +94,10 @@ func (m *Manager) actOne(ctx context.Context, cl *cluster, a Action) error {
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := m.do(actx, cl, a); err != nil {
+	start := time.Now()
+	err := m.do(actx, cl, a)
+	cl.timed(a, time.Since(start))
+	if err != nil {
 		return fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -104,7 +105,13 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 	if len(d.Actions) > 0 || d.State != StateHealthy {
 		log.Info("Topology", "state", d.State, "reason", d.Reason, "message", d.Message, "actions", describe(d.Actions))
 	}
-	if err := m.carryOut(ctx, cl, in, d); err != nil {
+	acting := time.Now()
+	err = m.carryOut(ctx, cl, in, d)
+	if len(d.Actions) > 0 {
+		// What each action took: where a failover's or a switchover's time went.
+		log.Info("Topology acted", "took", time.Since(acting).Round(time.Millisecond).String(), "actions", cl.timings())
+	}
+	if err != nil {
 		log.Error(err, "Topology pass failed", "state", d.State)
 		r.Healthy = false
 		r.Message = fmt.Sprintf("%s (the last step failed, retrying: %v)", d.Message, err)
@@ -175,6 +182,22 @@ type cluster struct {
 	failedPrimary string
 	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
 	tlsCA []byte
+
+	timingsMu sync.Mutex
+	took      []string // each action carried out and how long it took, in the order they ended
+}
+
+// timed notes how long an action took (actions of a group end in any order).
+func (cl *cluster) timed(a Action, d time.Duration) {
+	cl.timingsMu.Lock()
+	defer cl.timingsMu.Unlock()
+	cl.took = append(cl.took, describe([]Action{a})[0]+" "+d.Round(time.Millisecond).String())
+}
+
+func (cl *cluster) timings() []string {
+	cl.timingsMu.Lock()
+	defer cl.timingsMu.Unlock()
+	return slices.Clone(cl.took)
 }
 
 func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*cluster, error) {

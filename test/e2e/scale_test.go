@@ -69,7 +69,7 @@ func cutInitialisationShort(t *testing.T, ns, name string) string {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 			return err
 		}
-		p, err := g.Cluster.ProcessPID(pod, "init", "mysqld")
+		p, err := g.ProcessPID(pod, "init", "mysqld")
 		pid = p
 		return err
 	})
