@@ -60,7 +60,10 @@ func bootstrap(in Input) Decision {
 }
 
 // mostAdvanced returns the instance whose transactions (executed and received) include every
-// other's; preferred wins ties, then the lowest index. nil when histories diverged.
+// other's. Among several, preferred wins, then the one with the least left to apply (its
+// promotion waits until it has applied everything: a replica that joined minutes before
+// and was still catching up made a crash's failover wait out CatchUpTimeout, 10 s, while
+// another had applied it all), then the lowest index. nil when histories diverged.
 func mostAdvanced(instances []Instance, preferred string) *Instance {
 	var best *Instance
 	for k := range instances {
@@ -72,15 +75,19 @@ func mostAdvanced(instances []Instance, preferred string) *Instance {
 				break
 			}
 		}
-		if !covers {
-			continue
-		}
-		if best == nil || c.Name == preferred {
+		switch {
+		case !covers:
+		case best == nil, c.Name == preferred:
+			best = c
+		case best.Name != preferred && backlog(c) < backlog(best):
 			best = c
 		}
 	}
 	return best
 }
+
+// backlog is how many transactions an instance received and has not applied yet.
+func backlog(i *Instance) int64 { return i.has().Subtract(i.Executed).Count() }
 
 // primaryDown handles a recorded primary that does not answer (or no longer exists):
 // wait out the detection delay, check that enough replicas are reached to prove that no
