@@ -58,6 +58,17 @@ func readyCluster(t *testing.T, ns, name string) *mysqlv1beta1.MySQLCluster {
 	return c
 }
 
+// readyPair creates a 2-instance cluster and waits until it is Ready with name-0 as its
+// primary, which it returns with the cluster.
+func readyPair(t *testing.T, ns, name string) (*mysqlv1beta1.MySQLCluster, string) {
+	t.Helper()
+	c := newCluster(ns, name, mysqlv1beta1.DeletionPolicyDelete)
+	c.Spec.Instances = new(int32(2))
+	require.NoError(t, k8s.Create(context.Background(), c))
+	readyCluster(t, ns, name)
+	return c, waitPrimary(t, ns, name, name+"-0").Status.CurrentPrimary
+}
+
 func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	ns := namespace(t)
 	require.NoError(t, k8s.Create(context.Background(), newCluster(ns, "db", mysqlv1beta1.DeletionPolicyDelete)))

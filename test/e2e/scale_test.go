@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -25,11 +24,7 @@ import (
 func TestAnInstanceWhoseInitialisationIsCutShortStillJoins(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	c := newCluster(ns, "grow", mysqlv1beta1.DeletionPolicyDelete)
-	c.Spec.Instances = new(int32(2))
-	require.NoError(t, k8s.Create(ctx, c))
-	readyCluster(t, ns, "grow")
-	primary := waitPrimary(t, ns, "grow", "grow-0").Status.CurrentPrimary
+	c, primary := readyPair(t, ns, "grow")
 	_, err := dbOf(t, ns, primary).ExecContext(ctx, "CREATE DATABASE kept")
 	require.NoError(t, err)
 

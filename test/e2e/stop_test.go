@@ -22,11 +22,7 @@ import (
 func TestStoppingAPrimaryAcknowledgesNoWaitingCommit(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	c := newCluster(ns, "stop", mysqlv1beta1.DeletionPolicyDelete)
-	c.Spec.Instances = new(int32(2))
-	require.NoError(t, k8s.Create(ctx, c))
-	readyCluster(t, ns, "stop")
-	primary := waitPrimary(t, ns, "stop", "stop-0").Status.CurrentPrimary
+	c, primary := readyPair(t, ns, "stop")
 
 	_, err := dbOf(t, ns, primary).ExecContext(ctx, "CREATE DATABASE app")
 	require.NoError(t, err)
