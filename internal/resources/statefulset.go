@@ -202,12 +202,16 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 		Ports:        []corev1.ContainerPort{{Name: "mysql", ContainerPort: MySQLPort, Protocol: corev1.ProtocolTCP}},
 		Resources:    c.Spec.Resources,
 		VolumeMounts: mounts,
-		// Startup may include crash recovery of a large InnoDB: allow 30 minutes.
-		StartupProbe:  &corev1.Probe{ProbeHandler: ping, PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 360},
+		// Startup may include crash recovery of a large InnoDB: allow 30 minutes. A
+		// restarted mysqld is out of every Service until the startup probe and then the
+		// readiness probe have passed, each on its own period: with 5 s periods a primary
+		// restarted by its kubelet took writes again about 5 s after the crash (bench-failover's
+		// crash case), so startup is probed every second and readiness every two.
+		StartupProbe:  &corev1.Probe{ProbeHandler: ping, PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 1800},
 		LivenessProbe: &corev1.Probe{ProbeHandler: ping, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
 		// Ready once it answers queries and says whether it is writable: its role is known.
 		ReadinessProbe: &corev1.Probe{ProbeHandler: sqlProbe("SELECT @@super_read_only"),
-			PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 3},
+			PeriodSeconds: 2, TimeoutSeconds: 5, FailureThreshold: 3},
 		SecurityContext: restrictedContainer(),
 	}
 }

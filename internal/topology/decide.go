@@ -287,10 +287,13 @@ func primaryUp(in Input, p *Instance) Decision {
 
 // promote finishes making p the primary: p must first apply what it received and, when it
 // still replicates from an instance that has more (an interrupted switchover), that too.
+// Not when that instance is the primary a failover replaced (an interrupted failover): p's
+// receiver is frozen, and what the failed primary holds beyond p nobody acknowledged, so
+// the wait could never end (the chaos suite saw a cluster stuck that way).
 func promote(in Input, p *Instance) Action {
 	wait := p.has()
 	for _, i := range in.Instances {
-		if i.Name == p.Source && i.Reachable {
+		if i.Name == p.Source && i.Reachable && i.Name != in.FailedPrimary {
 			wait = wait.Union(i.Executed)
 		}
 	}
@@ -395,7 +398,10 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 			notes = append(notes, r.Name+" lacks transactions "+p.Name+" no longer has in its binary log: cloning it")
 			continue
 		}
-		if !r.replicating(p.Name) || r.Writable || r.SemiSyncReplica != in.SemiSync {
+		// A replica with semi-sync's source side on (an old primary whose reconfiguration
+		// was cut short after replication started) would hold every commit its applier
+		// makes waiting for acknowledgements nobody sends.
+		if !r.replicating(p.Name) || r.Writable || r.SemiSyncReplica != in.SemiSync || r.SemiSyncSource {
 			d.Actions = append(d.Actions, Action{Kind: ActConfigureReplica, Target: r.Name, From: p.Name})
 			why := "configuring replication from " + p.Name
 			if r.ReplicationError != "" {

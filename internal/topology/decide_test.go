@@ -157,6 +157,11 @@ func TestDecide(t *testing.T) {
 		// The recorded primary not writable: restart, or an interrupted promotion.
 		{"a restarted primary comes back read-only and is made writable", input("db-0", with(h[0], func(i *Instance) { i.Writable = false }), h[1], h[2]),
 			want{state: StateFailover, primary: "db-0", actions: []Action{{Kind: ActPromote, Target: "db-0", WaitFor: set(u1 + ":1-10")}}}},
+		{"an interrupted failover's promotion does not wait for what the failed primary has",
+			withFailed(input("db-1", with(h[0], func(i *Instance) { i.Writable = false }), frozen(replica("db-1", 1, "db-0", u1+":1-8"), u1+":1-9"), replica("db-2", 2, "db-0", u1+":1-9")), "db-0"),
+			want{state: StateFailover, primary: "db-1", actions: []Action{{Kind: ActPromote, Target: "db-1", WaitFor: set(u1 + ":1-9")}}}},
+		{"a replica with semi-sync's source side on is configured again", input("db-0", h[0], with(h[1], func(i *Instance) { i.SemiSyncSource = true }), h[2]),
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonConfiguring, primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"an interrupted promotion waits for what the old source has", input("db-1", with(h[0], func(i *Instance) { i.Writable = false }), replica("db-1", 1, "db-0", u1+":1-8"), replica("db-2", 2, "db-0", u1+":1-9")),
 			want{state: StateFailover, primary: "db-1", actions: []Action{{Kind: ActPromote, Target: "db-1", WaitFor: set(u1 + ":1-10")}}}},
 		{"a promotion fences a writable old primary first", input("db-1", h[0], replica("db-1", 1, "db-0", u1+":1-10"), h[2]),
@@ -339,6 +344,8 @@ func evicting(i Instance, stopped bool) Instance { i.Evicting, i.Stopped = true,
 func cloning(i Instance) Instance { i.Cloning = true; return i }
 
 func withAcks(in Input, n int) Input { in.AckCount = n; return in }
+
+func withFailed(in Input, name string) Input { in.FailedPrimary = name; return in }
 
 func withDesired(in Input, name string) Input { in.Desired = name; return in }
 

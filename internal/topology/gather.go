@@ -135,6 +135,7 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 		SemiSync:        semiSync(c),
 		AckCount:        ackCount(cl),
 		Reclone:         recloneAllowed(c)}
+	in.FailedPrimary = cl.failedPrimary
 	if cl.failedPrimary != "" && losslessSemiSync(c) {
 		in.Reclone[cl.failedPrimary] = true
 	}

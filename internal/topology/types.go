@@ -96,6 +96,9 @@ type Input struct {
 	// Reclone names instances the user allowed to be re-cloned although they hold errant
 	// transactions (the annotation mysql.dolphin-operator.io/reclone).
 	Reclone map[string]bool
+	// FailedPrimary is the primary the last failover replaced, until it replicates again
+	// (the Lease's note): what it holds beyond its successor nobody acknowledged.
+	FailedPrimary string
 }
 
 // State is the one word that sums the cluster's topology up.
