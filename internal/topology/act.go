@@ -65,7 +65,7 @@ func (m *Manager) act(ctx context.Context, cl *cluster, d Decision) error {
 // primary (a node-loss pass that froze two one after another took 4.6 s), so run one
 // after another they added those waits up. Replicas being pointed at a new primary are
 // independent of each other too; an old primary's takes longest (turning its source side
-// of semi-sync off took a second on MySQL 9.7).
+// of semi-sync off took 970 ms on MySQL 9.7).
 func group(k ActionKind) int {
 	switch k {
 	case ActFreeze, ActEvict:

@@ -134,8 +134,8 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 		DetectionDelay:  5 * time.Second,
 		SemiSync:        semiSync(c),
 		AckCount:        ackCount(cl),
-		Reclone:         recloneAllowed(c)}
-	in.FailedPrimary = cl.failedPrimary
+		Reclone:         recloneAllowed(c),
+		FailedPrimary:   cl.failedPrimary}
 	if cl.failedPrimary != "" && losslessSemiSync(c) {
 		in.Reclone[cl.failedPrimary] = true
 	}

@@ -53,9 +53,9 @@ func TestAnInstanceWhoseInitialisationIsCutShortStillJoins(t *testing.T) {
 }
 
 // cutInitialisationShort waits for the init container of pod to run mysqld --initialize
-// and kills it once InnoDB's system tablespace of the mysql schema (mysql.ibd) exists on
-// the volume, that is half-way: files written, the accounts not yet made. It returns the
-// path the file was found at.
+// and kills it once the mysql tablespace (mysql.ibd) exists on the volume while mysqld
+// still runs, that is half-way: files written, the initialisation not finished. It returns
+// the path the file was found at.
 func cutInitialisationShort(t *testing.T, ns, name string) string {
 	t.Helper()
 	var pid int
