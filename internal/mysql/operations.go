@@ -111,7 +111,10 @@ func (i *instance) ConfigurePrimary(ctx context.Context, o PrimaryOptions) error
 	if err := i.ensurePlugins(ctx); err != nil {
 		return err
 	}
-	stmts := []string{"STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL rpl_semi_sync_replica_enabled = OFF"}
+	if err := i.stopReplica(ctx); err != nil {
+		return err
+	}
+	stmts := []string{"RESET REPLICA ALL", "SET GLOBAL rpl_semi_sync_replica_enabled = OFF"}
 	stmts = append(stmts, primarySettings(o)...)
 	stmts = append(stmts, "SET GLOBAL super_read_only = OFF", "SET GLOBAL read_only = OFF")
 	return i.execAll(ctx, stmts...)
@@ -138,7 +141,10 @@ func (i *instance) ConfigureReplica(ctx context.Context, o ReplicaOptions) error
 			semi = "ON"
 		}
 		// The replica side of semi-sync takes effect when the IO thread starts.
-		if err := i.execAll(ctx, "STOP REPLICA", "SET GLOBAL rpl_semi_sync_replica_enabled = "+semi, changeSource(o), "START REPLICA"); err != nil {
+		if err := i.stopReplica(ctx); err != nil {
+			return err
+		}
+		if err := i.execAll(ctx, "SET GLOBAL rpl_semi_sync_replica_enabled = "+semi, changeSource(o), "START REPLICA"); err != nil {
 			return err
 		}
 	}
@@ -159,7 +165,7 @@ func (i *instance) SetSuperReadOnly(ctx context.Context, on bool) error {
 // leaves), or both threads, so that nothing more is applied either.
 func (i *instance) StopReplication(ctx context.Context, all bool) error {
 	if all {
-		return i.Exec(ctx, "STOP REPLICA")
+		return i.stopReplica(ctx)
 	}
 	return i.Exec(ctx, "STOP REPLICA IO_THREAD")
 }
@@ -286,7 +292,10 @@ func (i *instance) PrepareClone(ctx context.Context, o CloneOptions) error {
 	if err := i.Exec(ctx, fmt.Sprintf("SET GLOBAL clone_valid_donor_list = %s", quote(fmt.Sprintf("%s:%d", o.DonorHost, o.DonorPort)))); err != nil {
 		return err
 	}
-	return i.execAll(ctx, "STOP REPLICA", "SET GLOBAL read_only = ON", "SET GLOBAL super_read_only = OFF")
+	if err := i.stopReplica(ctx); err != nil {
+		return err
+	}
+	return i.execAll(ctx, "SET GLOBAL read_only = ON", "SET GLOBAL super_read_only = OFF")
 }
 
 // Clone runs CLONE INSTANCE, which copies the donor's data and restarts mysqld at the end

@@ -19,6 +19,15 @@ JOIN performance_schema.replication_applier_status a ON a.CHANNEL_NAME = c.CHANN
 LEFT JOIN (SELECT CHANNEL_NAME, MAX(LAST_ERROR_NUMBER) AS LAST_ERROR_NUMBER, MAX(LAST_ERROR_MESSAGE) AS LAST_ERROR_MESSAGE
   FROM performance_schema.replication_applier_status_by_worker GROUP BY CHANNEL_NAME) w ON w.CHANNEL_NAME = c.CHANNEL_NAME
 WHERE c.CHANNEL_NAME = ''`
+	// qCoordinator reads the multi-threaded applier's coordinator (no row when it does not
+	// run): the transaction it schedules, whether the receiver has it whole (the received
+	// set holds only transactions received to their last event), its connection id.
+	qCoordinator = `SELECT COALESCE(c.PROCESSING_TRANSACTION, ''),
+  COALESCE(GTID_SUBSET(c.PROCESSING_TRANSACTION, s.RECEIVED_TRANSACTION_SET), 1), t.PROCESSLIST_ID
+FROM performance_schema.replication_applier_status_by_coordinator c
+JOIN performance_schema.replication_connection_status s ON s.CHANNEL_NAME = c.CHANNEL_NAME
+LEFT JOIN performance_schema.threads t ON t.THREAD_ID = c.THREAD_ID
+WHERE c.CHANNEL_NAME = '' AND c.SERVICE_STATE = 'ON'`
 	qPlugins  = `SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_STATUS = 'ACTIVE'`
 	qSemiSync = `SELECT VARIABLE_NAME, VARIABLE_VALUE FROM performance_schema.global_status
 WHERE VARIABLE_NAME IN ('Rpl_semi_sync_source_status', 'Rpl_semi_sync_source_clients', 'Rpl_semi_sync_replica_status')`
