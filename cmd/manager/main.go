@@ -68,6 +68,7 @@ type options struct {
 	mysqlAddresses   string
 	maxConcurrent    int
 	cloneTimeout     time.Duration
+	watchInterval    time.Duration
 	enableWebhooks   bool
 	watchNamespaces  []string
 }
@@ -103,6 +104,9 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 			"by one loop per cluster, so a cluster whose databases hang holds none of these workers.")
 	fs.DurationVar(&o.cloneTimeout, "clone-timeout", topology.DefaultCloneTimeout,
 		"The longest one CLONE (seeding or re-seeding a replica) may take before it is abandoned.")
+	fs.DurationVar(&o.watchInterval, "primary-watch-interval", topology.DefaultWatchInterval,
+		"How often each settled cluster's primary is pinged between topology passes (one a second), so that "+
+			"a failed primary is found sooner; 0 turns the pings off.")
 	fs.BoolVar(&o.selfIssueCert, "self-issue-webhook-cert", false,
 		"Issue the webhook certificate and inject its CA (installs without OLM or cert-manager).")
 	zapOpts := &zap.Options{}
@@ -118,6 +122,9 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	}
 	if o.cloneTimeout <= 0 {
 		return o, nil, fmt.Errorf("--clone-timeout: %s is not positive", o.cloneTimeout)
+	}
+	if o.watchInterval < 0 {
+		return o, nil, fmt.Errorf("--primary-watch-interval: %s is negative", o.watchInterval)
 	}
 	// ENABLE_WEBHOOKS=false runs the manager without its webhook server (e.g. `make run`
 	// without certificates); the reconcilers apply defaults themselves, so nothing breaks.
@@ -177,7 +184,10 @@ func main() {
 // setup registers the controllers, webhooks, runnables and health checks with the manager.
 func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	topo := &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("dolphin-operator"),
-		Addresses: topology.Addresses(o.mysqlAddresses), CloneTimeout: o.cloneTimeout}
+		Addresses: topology.Addresses(o.mysqlAddresses), CloneTimeout: o.cloneTimeout, WatchInterval: o.watchInterval}
+	if o.watchInterval == 0 {
+		topo.WatchInterval = -1 // off
+	}
 	// A runnable that needs the leader: only the elected operator runs the loops.
 	if err := mgr.Add(topo); err != nil {
 		return fmt.Errorf("the topology manager: %w", err)

@@ -51,8 +51,8 @@ func TestParseOptionsRejectsAnUnknownAddressModeFromTheEnvironment(t *testing.T)
 	}
 }
 
-func TestParseOptionsRejectsBadWorkerAndCloneSettings(t *testing.T) {
-	for _, args := range [][]string{{"--max-concurrent-reconciles=0"}, {"--clone-timeout=-1s"}} {
+func TestParseOptionsRejectsBadWorkerCloneAndWatchSettings(t *testing.T) {
+	for _, args := range [][]string{{"--max-concurrent-reconciles=0"}, {"--clone-timeout=-1s"}, {"--primary-watch-interval=-1s"}} {
 		_, _, err := parseOptions(args)
 		if err == nil || !strings.Contains(err.Error(), strings.SplitN(args[0], "=", 2)[0]) {
 			t.Errorf("%v: want an error naming the flag, got %v", args, err)

@@ -86,6 +86,8 @@ type CloneOptions struct {
 
 // Instance is one mysqld, as the topology manager sees it.
 type Instance interface {
+	// Ping asks the server for an answer and nothing else (the cheapest round trip).
+	Ping(ctx context.Context) error
 	Status(ctx context.Context) (*Status, error)
 	ConfigurePrimary(ctx context.Context, o PrimaryOptions) error
 	ConfigureReplica(ctx context.Context, o ReplicaOptions) error
@@ -162,6 +164,13 @@ func driverConfig(cfg Config) *mysql.Config {
 }
 
 func (i *instance) Close() error { return i.db.Close() }
+
+func (i *instance) Ping(ctx context.Context) error {
+	if err := i.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("%s: ping: %w", i.cfg.Addr, err)
+	}
+	return nil
+}
 
 func (i *instance) Exec(ctx context.Context, stmt string, args ...any) error {
 	if _, err := i.db.ExecContext(ctx, stmt, args...); err != nil {

@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
 )
 
 // stuckAfter is how long a pass may run before the health check calls the loop stuck:
@@ -182,12 +183,13 @@ func (m *Manager) run(ctx context.Context, l *loop) {
 		l.mu.Unlock()
 		var r Report
 		var after time.Duration
+		var p probe
 		if c.Spec.Paused {
 			// A paused cluster is left as it is, its topology too.
 			r = Report{Managed: true, Reason: mysqlv1beta1.ReasonPaused, Message: "the cluster is paused: nothing is changed"}
 		} else {
 			pctx, cancel := context.WithTimeout(logf.IntoContext(ctx, log), PassTimeout)
-			r, after = m.pass(pctx, c)
+			r, after, p = m.pass(pctx, c)
 			cancel()
 		}
 		r.Observed = m.now()
@@ -201,16 +203,93 @@ func (m *Manager) run(ctx context.Context, l *loop) {
 		if after <= 0 || after > PollInterval {
 			after = PollInterval
 		}
-		t := time.NewTimer(after)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if m.wait(ctx, l, after, p) == endDone {
 			return
-		case <-l.wake:
-			t.Stop()
-		case <-t.C:
 		}
 	}
+}
+
+// probe is the primary a loop watches between passes: its connection and its key in m.down.
+type probe struct {
+	conn mysql.Instance
+	key  string
+}
+
+// waitEnd says why a wait between passes ended.
+type waitEnd int
+
+const (
+	endDue   waitEnd = iota // the next pass is due
+	endWake                 // the reconciler saw a change
+	endProbe                // the watched primary did not answer a ping
+	endDone                 // the loop is stopping
+)
+
+// wait holds the loop until the next pass is due, the reconciler wakes it or ctx ends, and
+// meanwhile pings the watched primary every WatchInterval, each ping bounded by
+// StatusTimeout (a ping runs on its own goroutine, so a hung primary delays neither a wake
+// nor the due pass). A ping that fails marks the primary unreachable from the ping's start,
+// as a pass's read would, and starts the next pass at once.
+func (m *Manager) wait(ctx context.Context, l *loop, after time.Duration, p probe) waitEnd {
+	due := time.NewTimer(after)
+	defer due.Stop()
+	every := m.WatchInterval
+	if every == 0 {
+		every = DefaultWatchInterval
+	}
+	var tick <-chan time.Time
+	if p.conn != nil && every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	// A ping still out when the wait ends is cancelled, and marks nothing: the pass that
+	// follows looks for itself.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answered := make(chan bool, 1)
+	pinging := false
+	for {
+		select {
+		case <-ctx.Done():
+			return endDone
+		case <-l.wake:
+			return endWake
+		case <-due.C:
+			return endDue
+		case <-tick:
+			if !pinging {
+				pinging = true
+				go func() { answered <- m.ping(wctx, p) }()
+			}
+		case ok := <-answered:
+			pinging = false
+			if !ok {
+				return endProbe
+			}
+		}
+	}
+}
+
+// ping asks the primary for an answer within StatusTimeout; false when it gave none, with
+// the primary then marked unreachable since the ping's start (unless already marked).
+func (m *Manager) ping(ctx context.Context, p probe) bool {
+	start := m.now()
+	pctx, cancel := context.WithTimeout(ctx, StatusTimeout)
+	err := p.conn.Ping(pctx)
+	cancel()
+	if err == nil || ctx.Err() != nil {
+		return true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down == nil {
+		m.down = map[string]time.Time{}
+	}
+	if _, ok := m.down[p.key]; !ok {
+		m.down[p.key] = start
+	}
+	return false
 }
 
 // notify asks the reconciler to write the cluster's status, and says whether it could.

@@ -99,7 +99,7 @@ func TestACloneRunsOffThePassAndIsOnlyObserved(t *testing.T) {
 	require.Eventually(t, func() bool { return !w.m.cloning(mustLoad(t, w), "db-1") }, 5*time.Second, 10*time.Millisecond)
 	// Still lacking the transactions (the fake's data did not change): the next clone
 	// waits for cloneRetryDelay instead of starting again at once.
-	r, _ := w.m.pass(context.Background(), w.c)
+	r, _, _ := w.m.pass(context.Background(), w.c)
 	require.Contains(t, r.Message, "the last clone into db-1 ended")
 	require.NotContains(t, w.logged(), "db-1 PrepareClone")
 }
@@ -285,4 +285,64 @@ func hungPrimary(t *testing.T, finalizers []string, asked func()) *world {
 	require.NoError(t, w.m.Client.Status().Update(ctx, p))
 	w.instances["db-0"].hang = func(context.Context) error { asked(); return context.DeadlineExceeded }
 	return w
+}
+
+// settledProbe runs passes until the cluster "db" is settled and returns what the last
+// pass asks the loop to watch.
+func settledProbe(t *testing.T, w *world) probe {
+	t.Helper()
+	_, _, p := w.m.pass(context.Background(), w.c)
+	require.Nil(t, p.conn, "a pass that changes something watches nothing")
+	w.replicate("db-0", u1+":1-5")
+	_, _, p = w.m.pass(context.Background(), w.c)
+	require.NotNil(t, p.conn, "a settled pass watches its primary")
+	return p
+}
+
+// Between passes the loop pings the primary; one that refuses is marked unreachable from
+// that ping's start and the next pass starts at once, instead of up to a PollInterval later.
+func TestTheWatchFindsARefusingPrimaryBetweenPasses(t *testing.T) {
+	w := newWorld(t)
+	clk := &clock{t: time.Unix(1000, 0)}
+	w.m.Now, w.m.WatchInterval = clk.now, 5*time.Millisecond
+	p := settledProbe(t, w)
+	l := &loop{wake: make(chan struct{}, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	require.Equal(t, endDue, w.m.wait(ctx, l, 100*time.Millisecond, p), "a primary that answers lets the wait run out")
+
+	w.instances["db-0"].down = true
+	refused := clk.now()
+	require.Equal(t, endProbe, w.m.wait(ctx, l, time.Hour, p))
+	clk.add(1500 * time.Millisecond)
+	in := w.m.gather(context.Background(), mustLoad(t, w))
+	require.Equal(t, 1500*time.Millisecond, in.Instances[0].UnreachableFor, "counted from the ping that found it, at %s", refused)
+}
+
+// A ping that hangs holds neither the reconciler's wake nor the loop's stop, and, cut
+// short by the wait's end, marks nothing.
+func TestAHangingPingHoldsNoWakeUp(t *testing.T) {
+	w := newWorld(t)
+	w.m.WatchInterval = 5 * time.Millisecond
+	p := settledProbe(t, w)
+	l := &loop{wake: make(chan struct{}, 1)}
+	pinged, returned := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	w.instances["db-0"].hang = func(ctx context.Context) error {
+		once.Do(func() { close(pinged) })
+		<-ctx.Done()
+		defer close(returned)
+		return ctx.Err()
+	}
+	go func() { <-pinged; l.wake <- struct{}{} }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.Equal(t, endWake, w.m.wait(ctx, l, time.Hour, p))
+	<-returned
+	time.Sleep(50 * time.Millisecond) // the ping's goroutine decides whether to mark
+	w.m.mu.Lock()
+	_, marked := w.m.down[p.key]
+	w.m.mu.Unlock()
+	require.False(t, marked, "a ping cancelled by the wait's end is no observation")
 }

@@ -41,6 +41,11 @@ const AnnotationReclone = "mysql.dolphin-operator.io/reclone"
 // it, since a dead mysqld changes nothing a watch would see.
 const PollInterval = time.Second
 
+// DefaultWatchInterval is how often the primary is pinged between passes: a primary that
+// refuses or stops answering is then found within this, not within a PollInterval, and
+// the detection delay counts from there.
+const DefaultWatchInterval = 250 * time.Millisecond
+
 // Deadlines of one pass. Every SQL call and API request of a pass carries one of them, so a
 // pass always ends: a cluster whose databases do not answer costs its own loop its time,
 // never another cluster's.
@@ -70,6 +75,10 @@ type Manager struct {
 	Now  func() time.Time
 	// CloneTimeout bounds one clone (default DefaultCloneTimeout).
 	CloneTimeout time.Duration
+	// WatchInterval is how often a settled cluster's primary is pinged between passes
+	// (default DefaultWatchInterval; negative: never, failures are then found by the
+	// passes alone, one a PollInterval).
+	WatchInterval time.Duration
 
 	mu     sync.Mutex
 	conns  map[string]mysql.Instance // by cluster key, instance, address and a hash of the credentials and CA
@@ -84,8 +93,9 @@ type Manager struct {
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
-// pass gathers, decides and acts once, and says what it saw and when to look again.
-func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Report, time.Duration) {
+// pass gathers, decides and acts once, and says what it saw, when to look again and which
+// primary to watch until then (none while anything is being changed).
+func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Report, time.Duration, probe) {
 	log := logf.FromContext(ctx)
 	cl, err := m.load(ctx, c)
 	if err != nil {
@@ -97,7 +107,7 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 		} else {
 			log.Error(err, "Topology pass could not read the cluster's objects")
 		}
-		return r, 2 * time.Second
+		return r, 2 * time.Second, probe{}
 	}
 	in := m.gather(ctx, cl)
 	d := Decide(in)
@@ -115,9 +125,13 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 		log.Error(err, "Topology pass failed", "state", d.State)
 		r.Healthy = false
 		r.Message = fmt.Sprintf("%s (the last step failed, retrying: %v)", d.Message, err)
-		return r, PollInterval
+		return r, PollInterval, probe{}
 	}
-	return r, d.RequeueAfter
+	var p probe
+	if h := cl.handles[d.Primary]; h != nil && len(d.Actions) == 0 {
+		p = probe{conn: h, key: clusterKey(cl.obj) + d.Primary}
+	}
+	return r, d.RequeueAfter, p
 }
 
 // carryOut writes the notes and labels the decision needs and runs its actions.

@@ -53,6 +53,11 @@ func (f *fakeInstance) record(call string) {
 	f.mu.Unlock()
 }
 
+func (f *fakeInstance) Ping(ctx context.Context) error {
+	_, err := f.Status(ctx)
+	return err
+}
+
 func (f *fakeInstance) Status(ctx context.Context) (*mysql.Status, error) {
 	if f.hang != nil {
 		return nil, f.hang(ctx)
@@ -163,7 +168,7 @@ func (w *world) pass(t *testing.T) Decision {
 	w.mu.Lock()
 	w.log = nil
 	w.mu.Unlock()
-	r, _ := w.m.pass(context.Background(), w.c)
+	r, _, _ := w.m.pass(context.Background(), w.c)
 	require.NotContains(t, r.Message, "the last step failed")
 	return Decision{Primary: r.CurrentPrimary, Healthy: r.Healthy, Reason: r.Reason, Message: r.Message}
 }
@@ -348,7 +353,7 @@ func TestManagerReportsAnAPIErrorItCannotWaitOut(t *testing.T) {
 			}
 			return c.Get(ctx, key, obj, opts...)
 		}})
-	r, _ := w.m.pass(context.Background(), w.c)
+	r, _, _ := w.m.pass(context.Background(), w.c)
 	require.Equal(t, mysqlv1beta1.ReasonTopologyFailed, r.Reason)
 	require.Contains(t, r.Message, "forbidden")
 	require.False(t, r.Healthy)
@@ -356,6 +361,6 @@ func TestManagerReportsAnAPIErrorItCannotWaitOut(t *testing.T) {
 	w2 := newWorld(t)
 	require.NoError(t, w2.m.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns",
 		Name: resources.CredentialsSecretName(w2.c)}}))
-	r, _ = w2.m.pass(context.Background(), w2.c)
+	r, _, _ = w2.m.pass(context.Background(), w2.c)
 	require.Equal(t, mysqlv1beta1.ReasonWaitingForInstances, r.Reason, "a Secret not created yet is waited for: %s", r.Message)
 }
