@@ -172,7 +172,7 @@ test-chainsaw: cluster-tools images chainsaw kustomize manifests ## Chainsaw sui
 	  --run '$(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
 
 .PHONY: bench-failover
-bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, hung mysqld (SIGSTOP), mysqld crash, switchover (BENCH_RUNS, default 5).
+bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, hung mysqld (SIGSTOP), mysqld crash (restarted, and kept down), switchover (BENCH_RUNS, default 5).
 	go build -o $(LOCALBIN)/bench-failover ./test/bench/failover
 	$(LOCALBIN)/bench-failover --runs $(BENCH_RUNS) $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
 

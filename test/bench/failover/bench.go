@@ -196,6 +196,50 @@ func (b *bench) crash(ctx context.Context) (result, error) {
 	return r, err
 }
 
+// down kills the primary's mysqld and keeps it down while it measures: the container's first
+// process (the shell that runs mysqld and would exit with it) is stopped first, so that the
+// kubelet, which sees the container still running, restarts nothing. That is the ground the
+// failover was measured on before the test ground had real nodes (a killed mysqld that stays
+// down, with no restart to race). It measures from the kill to the first write acknowledged
+// after it, then resumes the shell (the container exits and the kubelet restarts it) and
+// waits for the cluster to settle.
+func (b *bench) down(ctx context.Context) (result, error) {
+	c, pod, err := b.primaryPod(ctx)
+	if err != nil {
+		return result{}, err
+	}
+	shell, err := b.g.ContainerPID(pod, "mysqld")
+	if err != nil {
+		return result{}, err
+	}
+	if err := syscall.Kill(shell, syscall.SIGSTOP); err != nil {
+		return result{}, fmt.Errorf("while stopping the shell of %s: %w", pod.Name, err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(shell, syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	if err := b.g.Signal(pod, "mysqld", "mysqld", syscall.SIGKILL); err != nil {
+		return result{}, err
+	}
+	killed := time.Now()
+	r, err := b.firstAcks(ctx, killed)
+	resume()
+	if err != nil {
+		return result{}, err
+	}
+	primary, err := b.settled(ctx, c.Spec.Primary)
+	if err != nil {
+		return result{}, err
+	}
+	r.lost, err = b.lost(ctx, primary)
+	return r, err
+}
+
 // hung stops the primary's mysqld with SIGSTOP: the process is there, its port accepts
 // connections in the kernel, and nothing answers. It measures from the stop to the first
 // write acknowledged after it (by the replica the operator promotes), then resumes the old

@@ -1,19 +1,22 @@
 // Command failover measures, on the real-node test ground, how long a MySQLCluster is
 // without a writable primary: after the primary's node is lost (failover: node stopped →
 // a new primary accepts writes through the primary Service), after the primary's mysqld is
-// killed (kubelet restarts it: kill → writes accepted again), after it hangs (SIGSTOP:
+// killed (kubelet restarts it: kill → writes accepted again), after it is killed and kept
+// down (its container's shell stopped first, so nothing restarts it: kill → a new primary
+// accepts writes), after it hangs (SIGSTOP:
 // stop → a new primary accepts writes) and during a planned
 // switchover (spec.primary changed → writes accepted again). Two writers commit
 // throughout: one through the primary Service (its DNS name, ClusterIP and kube-proxy, as an
 // application would), one that follows the Service's ready endpoint itself and dials the
 // pod's IP (the baseline: the operator's part alone, as this benchmark measured before the
 // ground had real nodes). Every acknowledged row of both is checked on the new primary.
-// The last four lines are the summary `make bench-failover` promises (p50/max through
+// The last five lines are the summary `make bench-failover` promises (p50/max through
 // the Service, then the endpoint writer's):
 //
 //	failover_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
 //	hung_failover_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
 //	crash_unavailable_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
+//	down_failover_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
 //	switchover_unavailable_seconds p50=<x> max=<y> lost_writes=<n> direct_p50=<x> direct_max=<y>
 package main
 
@@ -37,7 +40,7 @@ func main() {
 	}
 	runs := flag.Int("runs", 5, "failovers, hangs, crashes and switchovers to measure, each")
 	delay := flag.Duration("detection-delay", 2*time.Second, "spec.replication.failover.detectionDelay")
-	only := flag.String("only", "", "measure only this case (switchover, crash, failover or hung)")
+	only := flag.String("only", "", "measure only this case (switchover, crash, down, failover or hung)")
 	flag.Parse()
 	if err := run(*runs, *delay, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-failover:", err)
@@ -60,6 +63,7 @@ func run(runs int, delay time.Duration, only string) error {
 	kinds := []kind{
 		{"switchover", "writes unavailable", "switchover_unavailable_seconds", b.switchover},
 		{"crash", "kill to writes acknowledged", "crash_unavailable_seconds", b.crash},
+		{"down", "kill (kept down) to writes acknowledged", "down_failover_seconds", b.down},
 		{"failover", "node stop to new primary", "failover_seconds", b.failover},
 		{"hung", "SIGSTOP to writes acknowledged", "hung_failover_seconds", b.hung},
 	}
@@ -100,7 +104,7 @@ type kind struct {
 // summaryOrder lists the kinds' indexes in the order of the summary lines.
 func summaryOrder(kinds []kind) []int {
 	var out []int
-	for _, name := range []string{"failover", "hung", "crash", "switchover"} {
+	for _, name := range []string{"failover", "hung", "crash", "down", "switchover"} {
 		for k := range kinds {
 			if kinds[k].name == name {
 				out = append(out, k)
