@@ -222,18 +222,20 @@ func (r *run) bystanderScaled(ctx context.Context) (time.Duration, error) {
 	return time.Since(r.scaled.at), nil
 }
 
-// settled waits, within recoveryBound, until after the fault: a write was acknowledged
+// settled waits, until recoveryBound after the fault ended, until a write was acknowledged
 // after it ended, the status says Ready, and every instance is what that status says over
 // SQL (the primary writable, each other fenced and replicating from it, both threads on).
 func (r *run) settled(ctx context.Context, w *workload.Writer, ended time.Time) (time.Duration, *mysqlv1beta1.MySQLCluster, error) {
 	start := time.Now()
-	actx, cancel := context.WithTimeout(ctx, recoveryBound)
+	// The bound counts from the fault's end: a fault that waits after it (for the
+	// operator's new process) spends the same bound.
+	actx, cancel := context.WithDeadline(ctx, ended.Add(recoveryBound))
 	defer cancel()
 	if _, err := w.AckedAfter(actx, ended); err != nil {
 		return time.Since(start), nil, err
 	}
 	var c *mysqlv1beta1.MySQLCluster
-	err := ground.Poll(ctx, recoveryBound-time.Since(start), func() error {
+	err := ground.Poll(ctx, time.Until(ended.Add(recoveryBound)), func() error {
 		var err error
 		if _, c, err = ready(ctx, r.ns, r.name, 0); err != nil {
 			return err

@@ -205,7 +205,8 @@ func (n *Node) startKubelet(c *Cluster) error {
 // kubeletConfig: what this machine needs (each setting failed first without it):
 // cgroup v1 allowed, the cgroupfs driver under the node's own cgroup root, swap not
 // refused; image garbage collection off (images are imported, not pulled); the serving
-// certificate for the node IP; x509 client authentication against the cluster CA.
+// certificate for the node IP; x509 client authentication against the cluster CA. The
+// crash-loop back-off is capped at 10 s (see docs/design/test-ground.md).
 func (n *Node) kubeletConfig(ca, cert, key string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -243,6 +244,8 @@ serializeImagePulls: false
 maxPods: 110
 nodeStatusUpdateFrequency: 2s
 syncFrequency: 10s
+crashLoopBackOff:
+  maxContainerRestartPeriod: 10s
 `, n.cgroup, n.socket(), n.IP, n.IP, cert, key, ca, filepath.Join(n.dir, "kubelet", "pods-logs"), DNSServiceIP,
 		filepath.Join(n.dir, "kubelet", "resolv.conf"))
 }
