@@ -185,9 +185,6 @@ func main() {
 func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	topo := &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("dolphin-operator"),
 		Addresses: topology.Addresses(o.mysqlAddresses), CloneTimeout: o.cloneTimeout, WatchInterval: o.watchInterval}
-	if o.watchInterval == 0 {
-		topo.WatchInterval = -1 // off
-	}
 	// A runnable that needs the leader: only the elected operator runs the loops.
 	if err := mgr.Add(topo); err != nil {
 		return fmt.Errorf("the topology manager: %w", err)

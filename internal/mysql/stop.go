@@ -21,11 +21,11 @@ const coordinatorSettle = time.Second
 // source that died or was partitioned mid-send, it can leave the first part of a
 // transaction in the relay log. When the multi-threaded applier (MySQL's default) has
 // begun to schedule that transaction, STOP REPLICA waits up to 60 s for its rest (MySQL's
-// sql_slave_killed; seen as a promotion's STOP REPLICA blocking until the operator's read
-// timeout). Only a KILL of the coordinator, sent before STOP REPLICA, ends that wait at
-// once: its workers roll the part back, and the transaction, not in the executed set, is
-// fetched whole again from whichever source the instance replicates from next (GTID
-// auto-positioning).
+// sql_slave_killed defers a stop, not a kill; the likely cause of a promotion's STOP REPLICA
+// seen blocking until the operator's read timeout). A KILL of the coordinator sent before
+// STOP REPLICA ends it at once (test/sql): its workers roll the part back, and the
+// transaction, not in the executed set, is fetched whole again from whichever source the
+// instance replicates from next (GTID auto-positioning).
 //
 // So: the receiver stops first, so that nothing more arrives; then, while the
 // coordinator schedules a transaction the receiver has whole it is left to go on (a
@@ -43,20 +43,30 @@ func (i *instance) stopReplica(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if c.scheduling == "" || (c.whole && time.Now().After(settle)) {
+		switch {
+		case c.scheduling == "": // idle, or no coordinator
 			return i.Exec(ctx, "STOP REPLICA")
-		}
-		if !c.whole {
+		case !c.whole:
 			if err := i.killCoordinator(ctx, c.processID); err != nil {
 				return err
 			}
 			return i.Exec(ctx, "STOP REPLICA")
+		case time.Now().After(settle):
+			return i.Exec(ctx, "STOP REPLICA")
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: stopping replication: %w", i.cfg.Addr, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		if err := i.pause(ctx, "stopping replication"); err != nil {
+			return err
 		}
+	}
+}
+
+// pause waits a moment between two looks at the coordinator, or until ctx ends.
+func (i *instance) pause(ctx context.Context, what string) error {
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %s: %w", i.cfg.Addr, what, ctx.Err())
+	case <-time.After(20 * time.Millisecond):
+		return nil
 	}
 }
 
@@ -101,10 +111,8 @@ func (i *instance) killCoordinator(ctx context.Context, id int64) error {
 		if c.processID != id {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: waiting for the killed coordinator to end: %w", i.cfg.Addr, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		if err := i.pause(ctx, "waiting for the killed coordinator to end"); err != nil {
+			return err
 		}
 	}
 }

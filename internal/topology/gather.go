@@ -233,18 +233,11 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.down == nil {
-		m.down = map[string]time.Time{}
-	}
 	if err != nil {
 		// A pooled session may be what is wrong (one opened before its account was granted
 		// keeps no global privilege): the next pass starts from fresh connections.
 		m.evict(cl, name)
-		since, ok := m.down[downKey]
-		if !ok {
-			since = start
-			m.down[downKey] = since
-		}
+		since := m.markDownLocked(downKey, start)
 		fault := mysql.Classify(err)
 		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) || errors.Is(err, errDeleting) {
 			fault = ""
@@ -255,6 +248,20 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	cl.handles[name] = conn
 	cl.fenced[name] = st.SuperReadOnly
 	return inst
+}
+
+// markDownLocked records that the instance under key did not answer an attempt that began
+// at start, and returns since when it has been unreachable: the start of the first such
+// attempt without an answer in between. The caller holds m.mu.
+func (m *Manager) markDownLocked(key string, start time.Time) time.Time {
+	if since, ok := m.down[key]; ok {
+		return since
+	}
+	if m.down == nil {
+		m.down = map[string]time.Time{}
+	}
+	m.down[key] = start
+	return start
 }
 
 func fill(inst *Instance, st *mysql.Status) error {

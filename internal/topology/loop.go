@@ -233,13 +233,9 @@ const (
 func (m *Manager) wait(ctx context.Context, l *loop, after time.Duration, p probe) waitEnd {
 	due := time.NewTimer(after)
 	defer due.Stop()
-	every := m.WatchInterval
-	if every == 0 {
-		every = DefaultWatchInterval
-	}
 	var tick <-chan time.Time
-	if p.conn != nil && every > 0 {
-		t := time.NewTicker(every)
+	if p.conn != nil && m.WatchInterval > 0 {
+		t := time.NewTicker(m.WatchInterval)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -283,12 +279,7 @@ func (m *Manager) ping(ctx context.Context, p probe) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.down == nil {
-		m.down = map[string]time.Time{}
-	}
-	if _, ok := m.down[p.key]; !ok {
-		m.down[p.key] = start
-	}
+	m.markDownLocked(p.key, start)
 	return false
 }
 

@@ -76,8 +76,8 @@ type Manager struct {
 	// CloneTimeout bounds one clone (default DefaultCloneTimeout).
 	CloneTimeout time.Duration
 	// WatchInterval is how often a settled cluster's primary is pinged between passes
-	// (default DefaultWatchInterval; negative: never, failures are then found by the
-	// passes alone, one a PollInterval).
+	// (the operator's default is DefaultWatchInterval); zero: never, failures are then
+	// found by the passes alone, one a PollInterval.
 	WatchInterval time.Duration
 
 	mu     sync.Mutex
