@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/internal/topology"
 )
 
 // present returns o, or nil when o is a nil pointer: builders return a typed nil for
@@ -231,8 +233,26 @@ func (r *MySQLClusterReconciler) reconcileMonitoring(ctx context.Context, st *st
 
 // reconcileTopology hands the cluster to the topology manager and takes its latest report.
 func (r *MySQLClusterReconciler) reconcileTopology(ctx context.Context, st *state) error {
-	st.topology = r.Topology.Observe(ctx, st.cluster)
+	st.topology = lastKnown(st.cluster.Status, r.Topology.Observe(ctx, st.cluster))
 	return nil
+}
+
+// lastKnown is the report the status is computed from. Until the topology manager's first
+// pass over a cluster (an operator process that has just started, after an upgrade or a
+// restart), its report knows nothing; the status then keeps what the last pass found, maybe
+// an earlier process's, instead of blanking currentPrimary and turning Ready False for the
+// second until the pass ends. The first pass's report replaces it, and its change wakes a
+// reconcile.
+func lastKnown(old mysqlv1beta1.MySQLClusterStatus, r topology.Report) topology.Report {
+	if !r.Managed || !r.Observed.IsZero() || old.CurrentPrimary == "" {
+		return r
+	}
+	c := meta.FindStatusCondition(old.Conditions, mysqlv1beta1.ConditionReplicationHealthy)
+	if c == nil || c.Status == metav1.ConditionUnknown {
+		return r
+	}
+	return topology.Report{Managed: true, CurrentPrimary: old.CurrentPrimary,
+		Healthy: c.Status == metav1.ConditionTrue, Reason: c.Reason, Message: c.Message}
 }
 
 func kindName(o client.Object) string {
