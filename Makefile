@@ -26,7 +26,7 @@ LDFLAGS := -s -w -X github.com/dolphin-operator/dolphin/internal/version.Version
 LOCALBIN := $(CURDIR)/bin
 export DOLPHIN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/dolphin
 TOOLS := hack/tools
-modver = $(shell awk '$$1=="$(2)" {print $$2; exit} $$1=="require" && $$2=="$(2)" {print $$3; exit}' $(TOOLS)/$(1)/go.mod)
+modver = $(shell awk '$$1=="$(2)" && NF>1 {print $$2; exit} $$1=="require" && $$2=="$(2)" {print $$3; exit}' $(TOOLS)/$(1)/go.mod)
 BUILD_TOOL := hack/build-tool.sh
 
 KUBE_VERSION           := $(call modver,k8s,k8s.io/kubernetes)
@@ -156,11 +156,29 @@ test-chaos: build cluster-tools mysql images kustomize manifests ## Fault rounds
 	$(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/chaos/... 2>&1 | tee .run/test-chaos.log
 	@grep '^chaos rounds=' .run/test-chaos.log
 
+# The release images the OLM tier pushes to the ground's registry (hack/release-images):
+# this checkout's and every earlier release's (built from its commit), and opm's, OLM's util
+# and scorecard-test images from the pinned modules. Earlier releases' trees and builds are
+# cached under $(DOLPHIN_CACHE)/releases.
+export DOLPHIN_RELEASE_IMAGES := $(LOCALBIN)/release-images.json
+moddir = $(shell cd $(TOOLS)/$(1) && go list -m -f '{{.Dir}}' $(2))
+.PHONY: release-images
+release-images: build opm olm operator-sdk busybox ## Build the release's images (operator, bundle, scorecard tests; earlier releases from their commits) and OLM's, as OCI tarballs, no engine needed.
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(LOCALBIN)/dolphin-scorecard-tests ./scorecard/cmd/dolphin-scorecard-tests
+	go run ./hack/release-images --repo-root . --out $(LOCALBIN)/release-images --cache $(DOLPHIN_CACHE)/releases \
+	  --manifest $(DOLPHIN_RELEASE_IMAGES) --version $(VERSION) --manager $(LOCALBIN)/manager \
+	  --scorecard-tests $(LOCALBIN)/dolphin-scorecard-tests --busybox $(DOLPHIN_CACHE)/busybox \
+	  --registry-module $(call moddir,opm,github.com/operator-framework/operator-registry) --opm-version $(OPM_VERSION) \
+	  --olm-module $(call moddir,olm,$(OLM_PKG)) --olm-version $(OLM_VERSION) \
+	  --sdk-module $(call moddir,operator-sdk,$(SDK_PKG)) --sdk-version $(OPERATOR_SDK_VERSION) \
+	  --opm $(LOCALBIN)/opm --grpc-health-probe $(LOCALBIN)/grpc_health_probe --cpb $(LOCALBIN)/cpb \
+	  --copy-content $(LOCALBIN)/copy-content --scorecard-test $(SCORECARD_TEST)
+
 # OLM's CRDs come from the pinned OLM module (downloaded by `make olm`).
 OLM_CRDS = $(shell cd $(TOOLS)/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds
 
 .PHONY: test-olm
-test-olm: cluster-tools images olm opm catalog-render ## Install and upgrade Dolphin through real OLM from its catalog, on real nodes (log: .run/test-olm.log).
+test-olm: cluster-tools images olm opm catalog-render release-images ## Install and upgrade Dolphin through real OLM from its catalog, on real nodes (log: .run/test-olm.log).
 	@mkdir -p .run
 	DOLPHIN_OLM_CRDS=$(OLM_CRDS) \
 	  $(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/olm/... 2>&1 | tee .run/test-olm.log
@@ -319,12 +337,14 @@ scorecard-image-build: ## Build the image of Dolphin's scorecard tests (needs a 
 
 ##@ Tools (built once per version into $(DOLPHIN_CACHE), linked into ./bin)
 
-.PHONY: tools envtest-tools cluster-tools mysql host-deps
+.PHONY: tools envtest-tools cluster-tools mysql host-deps busybox
 tools: cluster-tools kwok controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm ## Build every pinned tool.
 envtest-tools: etcd kube-apiserver kubectl ## etcd, kube-apiserver and kubectl for envtest.
 cluster-tools: host-deps envtest-tools kube-controller-manager kube-scheduler kubelet kube-proxy containerd coredns ## Everything the local cluster runs with real nodes (kwok, for Nodes 0, is `make kwok`).
 host-deps: ## Check (and as root install) the host programs the test ground uses.
 	@hack/host-deps.sh
+busybox: ## Provision a static busybox from Debian's busybox-static into the cache (no host install).
+	@hack/busybox/provision.sh
 mysql: host-deps ## Provision Oracle MySQL from Debian sid into the cache (no host install).
 	hack/mysql/provision.sh >/dev/null
 	@cat $(DOLPHIN_MYSQL_DIR)/VERSION
@@ -349,9 +369,12 @@ kwok:
 	@hack/kwok-stages.sh $(KWOK_VERSION)
 
 .PHONY: controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm
-olm: ## OLM v0's olm and catalog operators (for make test-olm).
-	@$(BUILD_TOOL) olm $(OLM_VERSION) $(TOOLS)/olm github.com/operator-framework/operator-lifecycle-manager/cmd/olm -tags=containers_image_openpgp -ldflags '-s -w'
-	@$(BUILD_TOOL) catalog-operator $(OLM_VERSION) $(TOOLS)/olm github.com/operator-framework/operator-lifecycle-manager/cmd/catalog -tags=containers_image_openpgp -ldflags '-s -w'
+OLM_PKG := github.com/operator-framework/operator-lifecycle-manager
+olm: ## OLM v0's olm and catalog operators, and the cpb and copy-content its util image carries (for make test-olm).
+	@$(BUILD_TOOL) olm $(OLM_VERSION) $(TOOLS)/olm $(OLM_PKG)/cmd/olm -tags=containers_image_openpgp -ldflags '-s -w'
+	@$(BUILD_TOOL) catalog-operator $(OLM_VERSION) $(TOOLS)/olm $(OLM_PKG)/cmd/catalog -tags=containers_image_openpgp -ldflags '-s -w'
+	@$(BUILD_TOOL) cpb $(OLM_VERSION) $(TOOLS)/olm $(OLM_PKG)/util/cpb -ldflags '-s -w'
+	@$(BUILD_TOOL) copy-content $(OLM_VERSION) $(TOOLS)/olm $(OLM_PKG)/cmd/copy-content -ldflags '-s -w'
 
 controller-gen:
 	@$(BUILD_TOOL) controller-gen $(CONTROLLER_GEN_VERSION) $(TOOLS)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen -ldflags '-s -w'
@@ -360,8 +383,10 @@ kustomize:
 operator-sdk:
 	@$(BUILD_TOOL) operator-sdk $(OPERATOR_SDK_VERSION) $(TOOLS)/operator-sdk $(SDK_PKG)/cmd/operator-sdk -tags=containers_image_openpgp -ldflags '$(SDK_LDFLAGS)'
 	@$(BUILD_TOOL) scorecard-test $(OPERATOR_SDK_VERSION) $(TOOLS)/operator-sdk $(SDK_PKG)/images/scorecard-test -ldflags '-s -w'
-opm:
+GRPC_HEALTH_PROBE_VERSION := $(call modver,opm,github.com/grpc-ecosystem/grpc-health-probe)
+opm: ## opm, and the grpc_health_probe its image carries (the version operator-registry pins).
 	@$(BUILD_TOOL) opm $(OPM_VERSION) $(TOOLS)/opm github.com/operator-framework/operator-registry/cmd/opm -tags=json1,containers_image_openpgp -ldflags '-s -w'
+	@$(BUILD_TOOL) grpc_health_probe $(GRPC_HEALTH_PROBE_VERSION) $(TOOLS)/opm github.com/grpc-ecosystem/grpc-health-probe -ldflags '-s -w'
 golangci-lint:
 	@$(BUILD_TOOL) golangci-lint $(GOLANGCI_LINT_VERSION) $(TOOLS)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint -ldflags '-s -w'
 chainsaw:

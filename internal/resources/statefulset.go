@@ -230,10 +230,29 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 // before the stage existed, so volumes initialised then are recognised), appears only
 // once everything else is there. An unfinished stage is started over; a complete one is
 // moved on. Files of any other origin on the volume are left alone and the container fails.
+//
+// A data folder initialised without the operator's accounts (by Dolphin 0.1.0, which did
+// not manage replication) gets them once: mysqld runs on it without networking or binary
+// log, with AccountsSQL (all IF NOT EXISTS) and SHUTDOWN as its init file, and the marker
+// accountsMarker records it. Folders initialised here carry the marker from the start.
 const initScript = `set -eu
 data=` + DataDir + `
 stage=$data/` + initStage + `
-if [ -d "$data/mysql" ]; then rm -rf "$stage"; echo "data folder already initialised"; exit 0; fi
+if [ -d "$data/mysql" ]; then
+  rm -rf "$stage"
+  if [ -e "$data/` + accountsMarker + `" ]; then echo "data folder already initialised"; exit 0; fi
+  echo "dolphin: adding the operator's accounts to a data folder initialised without them"
+  cat > ` + TmpDir + `/accounts.sql <<SQL
+SET SESSION sql_log_bin = 0;
+` + AccountsSQL + `SHUTDOWN;
+SQL
+  mysqld --no-defaults --datadir="$data" --skip-networking --skip-log-bin --mysqlx=OFF \
+    --socket=` + TmpDir + `/accounts.sock --pid-file=` + TmpDir + `/accounts.pid \
+    --init-file=` + TmpDir + `/accounts.sql --log-error-verbosity=2
+  touch "$data/` + accountsMarker + `"
+  echo "dolphin: accounts added"
+  exit 0
+fi
 if [ ! -e "$stage/.complete" ]; then
   other=$(find "$data" -mindepth 1 -maxdepth 1 ! -name lost+found ! -name ` + initStage + ` | head -n 5)
   if [ -n "$other" ]; then
@@ -248,7 +267,7 @@ CREATE USER 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
 GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;
 ` + AccountsSQL + `SQL
   mysqld --no-defaults --initialize-insecure --datadir="$stage" --init-file=` + TmpDir + `/init.sql --log-error-verbosity=2
-  touch "$stage/.complete"
+  touch "$stage/` + accountsMarker + `" "$stage/.complete"
 else
   echo "dolphin: moving a complete initialisation into place"
 fi
@@ -260,6 +279,9 @@ echo "dolphin: data folder initialised"
 
 // initStage is the folder on the data volume an initialisation runs in (initScript).
 const initStage = ".dolphin-init"
+
+// accountsMarker, in the data folder, says it has the operator's accounts (initScript).
+const accountsMarker = ".dolphin-accounts"
 
 func initContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
 	return corev1.Container{

@@ -61,6 +61,9 @@ type Options struct {
 	// WithoutOperator starts the cluster only: no CRDs, no operator (for tiers that
 	// install it their own way: `make deploy` under test, OLM).
 	WithoutOperator bool
+	// Mirrors are registry hosts the nodes pull from the cluster's own registry
+	// (localcluster.Config.Mirrors): the OLM tier pushes release images there.
+	Mirrors []string
 }
 
 // Ground is a running cluster, with the operator unless asked otherwise.
@@ -95,7 +98,7 @@ func Start(ctx context.Context, o Options) (*Ground, error) {
 		return nil, err
 	}
 	g := &Ground{log: o.Log}
-	cfg := localcluster.Config{Dir: o.Dir, BinDir: o.BinDir, Log: o.Log, Nodes: o.Nodes, Images: imgs}
+	cfg := localcluster.Config{Dir: o.Dir, BinDir: o.BinDir, Log: o.Log, Nodes: o.Nodes, Images: imgs, Mirrors: o.Mirrors}
 	for _, img := range imgs {
 		switch repo, tag, _ := strings.Cut(img.Name, ":"); repo {
 		case OperatorRepo:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +40,9 @@ type Config struct {
 	// name two of them (the pods' sandbox, the cluster DNS).
 	Images                   []Image
 	PauseImage, CoreDNSImage string
+	// Mirrors are registry hosts (quay.io, ...) whose images the nodes pull from the
+	// cluster's own Registry instead; with any, the registry runs (real nodes only).
+	Mirrors []string
 }
 
 // Cluster is a running local control plane.
@@ -60,6 +64,9 @@ type Cluster struct {
 	Kubeconfig string
 	// Nodes are the real nodes (none with a kwok node).
 	Nodes []*Node
+	// Registry is the registry the nodes pull Config.Mirrors' images from (nil without
+	// mirrors).
+	Registry *Registry
 }
 
 // Fixed addresses: the namespace is private, so nothing else can hold these ports.
@@ -125,6 +132,12 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	if err := c.startControllers(); err != nil {
 		return c, err
+	}
+	if cfg.Nodes > 0 && len(cfg.Mirrors) > 0 {
+		if c.Registry, err = startRegistry(filepath.Join(c.cfg.Dir, "registry")); err != nil {
+			return c, err
+		}
+		c.logf("registry serving on %s, the nodes' mirror of %s", c.Registry.Addr, strings.Join(cfg.Mirrors, ", "))
 	}
 	if cfg.Nodes > 0 {
 		if err := c.startNodes(ctx); err != nil {
@@ -310,6 +323,8 @@ func (c *Cluster) Stop() {
 		c.cancel()
 	}
 	c.stopNodes()
+	c.Registry.stop()
+	c.Registry = nil
 	if c.resolvMounted {
 		_ = syscall.Unmount("/etc/resolv.conf", syscall.MNT_DETACH)
 		c.resolvMounted = false

@@ -96,6 +96,8 @@ state = %q
   address = %q
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = 'overlayfs'
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = %q
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = %q
 [plugins.'io.containerd.cri.v1.runtime']
@@ -115,9 +117,12 @@ state = %q
   stream_server_address = '127.0.0.1'
 [plugins.'io.containerd.nri.v1.nri']
   socket_path = %q
-`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.socket(), pauseImage, runcPath, cniBinDir,
+`, filepath.Join(d, "root"), filepath.Join(d, "state"), n.socket(), n.mirrorsDir(), pauseImage, runcPath, cniBinDir,
 		filepath.Join(n.dir, "cni", "net.d"), filepath.Join(d, "nri.sock"))
 }
+
+// mirrorsDir is containerd's config_path: one <host>/hosts.toml per mirrored registry.
+func (n *Node) mirrorsDir() string { return filepath.Join(n.dir, "containerd", "certs.d") }
 
 // Host programs the nodes use, from Debian's packages (hack/host-deps.sh installs them).
 const (

@@ -56,6 +56,11 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		if err := n.prepare(); err != nil {
 			return err
 		}
+		if c.Registry != nil {
+			if err := writeMirrors(n.mirrorsDir(), c.cfg.Mirrors, c.Registry.Addr); err != nil {
+				return err
+			}
+		}
 	}
 	tarballs := make([]string, 0, len(c.cfg.Images))
 	for _, img := range c.cfg.Images {

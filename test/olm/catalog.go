@@ -3,15 +3,14 @@ package olm
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,8 +116,8 @@ func (t *Template) OnlyHead(channel, bundle string) error {
 }
 
 // Render writes the catalog the template describes into dir/dolphin-operator/catalog.yaml
-// with catalog-render (hack/catalog), bundles carried inline: OLM then needs no unpack Job,
-// which fake pods could not run. The bundles are the repository's, as for catalog/.
+// with catalog-render (hack/catalog), as `make catalog` renders catalog/: each bundle
+// referenced by its image, which OLM unpacks with a Job. The bundles are the repository's.
 func (t *Template) Render(ctx context.Context, renderBin, repoRoot, dir string) error {
 	raw, err := yaml.Marshal(t)
 	if err != nil {
@@ -127,80 +126,77 @@ func (t *Template) Render(ctx context.Context, renderBin, repoRoot, dir string) 
 	if err := os.MkdirAll(filepath.Join(dir, "dolphin-operator"), 0o755); err != nil {
 		return err
 	}
-	tmpl := filepath.Join(dir, "template.yaml")
+	tmpl := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-template.yaml")
 	if err := os.WriteFile(tmpl, raw, 0o644); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, renderBin, "--inline", "--template", tmpl,
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, renderBin, "--template", tmpl,
 		"--bundles", filepath.Join(repoRoot, "config", "catalog", "bundles"),
 		"--dev-bundle", filepath.Join(repoRoot, "bundle"),
 		"--out", filepath.Join(dir, "dolphin-operator", "catalog.yaml"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("catalog-render: %w\n%s", err, out)
 	}
-	// opm serve reads every file under its folder; the template is not part of the catalog.
-	return os.Remove(tmpl)
+	return nil
 }
 
-// ServeCatalog serves the file-based catalog in dir with opm on 127.0.0.1:port and
-// returns the address once it accepts connections. name tells the servers apart.
-func (m *OLM) ServeCatalog(ctx context.Context, name, dir string, port int) (string, error) {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	// --pprof-addr "": each opm would otherwise claim :6060 and a second one die on it.
-	if err := m.run("opm-"+name, "opm", "serve", dir, "-p", strconv.Itoa(port),
-		"--termination-log", os.DevNull, "--pprof-addr", ""); err != nil {
-		return "", err
-	}
-	err := poll(ctx, time.Minute, "opm to serve "+name, func() error {
-		if err := m.procs["opm-"+name].Exited(); err != nil {
-			return err
-		}
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	})
-	return addr, err
-}
-
-// StopCatalog stops the catalog server started under name.
-func (m *OLM) StopCatalog(name string) {
-	if p := m.procs["opm-"+name]; p != nil {
-		p.Stop(5 * time.Second)
-		delete(m.procs, "opm-"+name)
-	}
-}
-
-// SetCatalogSource creates the CatalogSource name in OLM's namespace pointing at addr, or
-// points the existing one there (publishing a new catalog), and waits until OLM's catalog
-// operator has connected to it.
-func (m *OLM) SetCatalogSource(ctx context.Context, name, addr string) (time.Duration, error) {
+// SetCatalogSource creates the CatalogSource name in OLM's namespace serving the catalog
+// image, or points the existing one at it (publishing a new catalog), and waits until OLM
+// runs the image's registry pod and its catalog operator is connected to it.
+func (m *OLM) SetCatalogSource(ctx context.Context, name, image string) (time.Duration, error) {
 	start := time.Now()
 	cs := &operatorsv1alpha1.CatalogSource{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace}}
 	err := m.k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs)
 	switch {
 	case apierrors.IsNotFound(err):
-		cs.Spec = operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Address: addr,
+		cs.Spec = operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Image: image,
 			DisplayName: "Dolphin (test catalog)", Publisher: "Dolphin"}
 		err = m.k8s.Create(ctx, cs)
 	case err == nil:
 		patch := client.MergeFrom(cs.DeepCopy())
-		cs.Spec.Address = addr
+		cs.Spec.Image = image
 		err = m.k8s.Patch(ctx, cs, patch)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("while setting CatalogSource %s to %s: %w", name, addr, err)
+		return 0, fmt.Errorf("while setting CatalogSource %s to %s: %w", name, image, err)
 	}
-	err = poll(ctx, 2*time.Minute, "CatalogSource "+name+" to be READY at "+addr, func() error {
+	err = poll(ctx, 3*time.Minute, "CatalogSource "+name+" to be READY on "+image, func() error {
+		if err := m.onlyRegistryPod(ctx, name, image); err != nil {
+			return err
+		}
 		if err := m.k8s.Get(ctx, client.ObjectKeyFromObject(cs), cs); err != nil {
 			return err
 		}
 		st := cs.Status.GRPCConnectionState
-		if st == nil || st.Address != addr || st.LastObservedState != "READY" {
+		if st == nil || st.LastObservedState != "READY" {
 			return fmt.Errorf("connection state %+v", st)
 		}
 		return nil
 	})
 	return time.Since(start), err
+}
+
+// onlyRegistryPod checks that the one registry pod of CatalogSource name runs image and is
+// ready: OLM replaces the pod when the image changes, and until the old one is gone the
+// Service may still send the catalog operator to it.
+func (m *OLM) onlyRegistryPod(ctx context.Context, name, image string) error {
+	pods := &corev1.PodList{}
+	if err := m.k8s.List(ctx, pods, client.InNamespace(Namespace), client.MatchingLabels{"olm.catalogSource": name}); err != nil {
+		return err
+	}
+	if len(pods.Items) != 1 {
+		return fmt.Errorf("%d registry pods", len(pods.Items))
+	}
+	p := pods.Items[0]
+	if p.Spec.Containers[0].Image != image || p.DeletionTimestamp != nil {
+		return fmt.Errorf("registry pod %s runs %s", p.Name, p.Spec.Containers[0].Image)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return nil
+		}
+	}
+	return fmt.Errorf("registry pod %s is not ready (%s)", p.Name, p.Status.Phase)
 }

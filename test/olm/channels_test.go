@@ -16,13 +16,13 @@ import (
 // own, since one cluster holds one install of the package; the operator's pod runs as
 // OLM deploys it (a CSV succeeds only once its Deployment is available).
 
-func startOLM(t *testing.T) (*olm.OLM, *olm.Timeline) {
+func startOLM(t *testing.T) (*olm.OLM, *olm.Images, *olm.Timeline) {
 	t.Helper()
-	g := startGround(t, 1)
-	m := installOLM(t, g.Cluster)
+	g, imgs := startGround(t, 1)
+	m := installOLM(t, g.Cluster, imgs)
 	tl := m.Watch(olm.OperatorsNamespace, os.Stderr)
 	t.Cleanup(tl.Stop)
-	return m, tl
+	return m, imgs, tl
 }
 
 // A catalog whose head is reached from older versions only by its skipRange (the older
@@ -31,8 +31,8 @@ func startOLM(t *testing.T) (*olm.OLM, *olm.Timeline) {
 func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstallOnceApproved(t *testing.T) {
 	ctx := context.Background()
 	previous, next := versions(t)
-	m, tl := startOLM(t)
-	publish(t, m, "release", readTemplate(t), releasePort)
+	m, imgs, tl := startOLM(t)
+	publish(t, m, imgs, "v"+version(previous), readTemplate(t))
 	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous, Manual: true})
 	require.NoError(t, err)
 	_, err = m.ApprovePlan(ctx, previous)
@@ -43,7 +43,7 @@ func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstallOnceApproved(t *t
 	require.NoError(t, skipOnly.Promote(next, "candidate", "stable"))
 	require.NoError(t, skipOnly.OnlyHead("stable", next))
 	published := tl.Mark("catalog with only " + next + " (skipRange) published")
-	publish(t, m, "skip-only", skipOnly, nextPort)
+	publish(t, m, imgs, "skip-only", skipOnly)
 	plan, err := m.ApprovePlan(ctx, next)
 	require.NoError(t, err)
 	csvs := &operatorsv1alpha1.ClusterServiceVersionList{}
@@ -63,8 +63,8 @@ func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstallOnceApproved(t *t
 func TestASubscriptionToCandidateGetsTheCandidateHeadOnceApproved(t *testing.T) {
 	ctx := context.Background()
 	previous, next := versions(t)
-	m, tl := startOLM(t)
-	publish(t, m, "release", readTemplate(t), releasePort)
+	m, imgs, tl := startOLM(t)
+	publish(t, m, imgs, "v"+version(previous), readTemplate(t))
 	subscribed := tl.Mark("Subscription to candidate, manual approval")
 	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "candidate", Manual: true})
 	require.NoError(t, err)

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,7 @@ import (
 	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 	"github.com/dolphin-operator/dolphin/test/olm"
+	"github.com/dolphin-operator/dolphin/test/release"
 )
 
 func TestMain(m *testing.M) {
@@ -40,6 +42,9 @@ func versions(t *testing.T) (previous, next string) {
 	return csv.Spec.Replaces, csv.Name
 }
 
+// version is a CSV name's version: dolphin-operator.v0.1.0 -> 0.1.0.
+func version(csv string) string { return strings.TrimPrefix(csv, olm.Package+".v") }
+
 // operatorEnv is what the test's Subscriptions add to the operator's container through
 // spec.config.env, as a platform team mirroring images would: the ground's MySQL image for
 // its series (RELATED_IMAGE_MYSQL_<series>), and the namespace from the downward API.
@@ -50,22 +55,21 @@ func operatorEnv(g *ground.Ground) []corev1.EnvVar {
 	}
 }
 
-// startGround starts real nodes without Dolphin (OLM installs it) on which the operator
-// image the CSVs name exists: this checkout's operator image, tagged as each bundle's
-// containerImage (no registry serves the released images here).
-func startGround(t *testing.T, nodes int) *ground.Ground {
+// startGround starts real nodes without Dolphin (OLM installs it) whose containerd pulls
+// quay.io's images from the ground's registry, and pushes there every release image
+// `make release-images` built: each release's operator and bundle, opm's and OLM's.
+func startGround(t *testing.T, nodes int) (*ground.Ground, *olm.Images) {
 	t.Helper()
 	ctx := context.Background()
-	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr, Nodes: nodes, WithoutOperator: true})
+	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr, Nodes: nodes, WithoutOperator: true,
+		Mirrors: []string{olm.Mirrored}})
 	require.NoError(t, err)
 	t.Cleanup(g.Stop)
-	root := ground.RepoRoot()
-	previous, _ := versions(t)
-	for _, manifests := range []string{filepath.Join(root, "bundle", "manifests"),
-		filepath.Join(root, "config", "catalog", "bundles", strings.TrimPrefix(previous, olm.Package+".v"), "manifests")} {
-		require.NoError(t, g.TagImage(ctx, g.OperatorImage, readCSV(t, manifests).Annotations["containerImage"]))
-	}
-	return g
+	start := time.Now()
+	imgs, err := olm.PushImages(ctx, g.Registry, "", t.TempDir())
+	require.NoError(t, err)
+	t.Logf("release images pushed to the ground's registry in %s", time.Since(start).Round(10*time.Millisecond))
+	return g, imgs
 }
 
 func readCSV(t *testing.T, manifests string) *operatorsv1alpha1.ClusterServiceVersion {
@@ -77,9 +81,9 @@ func readCSV(t *testing.T, manifests string) *operatorsv1alpha1.ClusterServiceVe
 	return csv
 }
 
-func installOLM(t *testing.T, c *localcluster.Cluster) *olm.OLM {
+func installOLM(t *testing.T, c *localcluster.Cluster, imgs *olm.Images) *olm.OLM {
 	t.Helper()
-	m, err := olm.Install(context.Background(), c, olm.Options{Log: os.Stderr})
+	m, err := olm.Install(context.Background(), c, olm.Options{Log: os.Stderr, OPMImage: imgs.OPM(), UtilImage: imgs.Util()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -96,32 +100,28 @@ func readTemplate(t *testing.T) *olm.Template {
 	return tmpl
 }
 
-// serve renders tmpl with the repository's bundles inline, checks its upgrade graph with
-// the distribution's graph test, and serves it with opm on port.
-func serve(t *testing.T, m *olm.OLM, name string, tmpl *olm.Template, port int) string {
+// publish renders tmpl as `make catalog` does (bundles by image), checks its upgrade graph
+// with the distribution's graph test, builds and pushes its catalog image tagged tag, and
+// points the CatalogSource at it.
+func publish(t *testing.T, m *olm.OLM, imgs *olm.Images, tag string, tmpl *olm.Template) {
 	t.Helper()
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), name)
+	dir := filepath.Join(t.TempDir(), tag)
 	renderBin := filepath.Join(os.Getenv("DOLPHIN_BIN_DIR"), "catalog-render")
 	require.NoError(t, tmpl.Render(ctx, renderBin, ground.RepoRoot(), dir))
 	cat, err := bundle.LoadCatalog(filepath.Join(dir, "dolphin-operator", "catalog.yaml"))
 	require.NoError(t, err)
 	for ch := range cat.Channels[olm.Package] {
 		head, err := cat.CheckChannel(olm.Package, ch)
-		require.NoError(t, err, "catalog %s, channel %s", name, ch)
-		t.Logf("catalog %s: channel %s, head %s", name, ch, head)
+		require.NoError(t, err, "catalog %s, channel %s", tag, ch)
+		t.Logf("catalog %s: channel %s, head %s", tag, ch, head)
 	}
-	addr, err := m.ServeCatalog(ctx, name, dir, port)
+	image, built, err := imgs.PublishCatalog(ctx, dir, tag)
 	require.NoError(t, err)
-	return addr
-}
-
-// publish serves tmpl as the catalog name on port and points the CatalogSource at it.
-func publish(t *testing.T, m *olm.OLM, name string, tmpl *olm.Template, port int) {
-	t.Helper()
-	took, err := m.SetCatalogSource(context.Background(), catalogSource, serve(t, m, name, tmpl, port))
+	took, err := m.SetCatalogSource(ctx, catalogSource, image)
 	require.NoError(t, err)
-	t.Logf("CatalogSource %s READY on catalog %s after %s", catalogSource, name, took.Round(10*time.Millisecond))
+	t.Logf("catalog image %s built and pushed in %s; CatalogSource %s READY on it after %s", image,
+		built.Round(10*time.Millisecond), catalogSource, took.Round(10*time.Millisecond))
 }
 
 // waitInstalled waits for csv to succeed and its InstallPlan to complete.
@@ -167,6 +167,37 @@ func waitOperator(t *testing.T, g *ground.Ground, k8s client.Client, skip string
 	})
 	t.Logf("operator running as pod %s on %s (image %s); webhooks answer after %s", pod.Name, pod.Spec.NodeName,
 		pod.Spec.Containers[0].Image, took.Round(10*time.Millisecond))
+	return pod, log
+}
+
+// settledOperator waits for the operator's Deployment to have rolled out (one available
+// pod of its latest ReplicaSet, no other) and returns that pod and its log.
+func settledOperator(t *testing.T, g *ground.Ground, k8s client.Client) (*corev1.Pod, *ground.Log) {
+	t.Helper()
+	ctx := context.Background()
+	var uid string
+	ground.WaitFor(t, 3*time.Minute, "the operator's Deployment to have rolled out", func() error {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: "dolphin-controller-manager"}, d); err != nil {
+			return err
+		}
+		st := d.Status
+		if st.ObservedGeneration != d.Generation || st.Replicas != 1 || st.UpdatedReplicas != 1 || st.AvailableReplicas != 1 {
+			return fmt.Errorf("deployment status %+v", st)
+		}
+		pods := &corev1.PodList{}
+		if err := k8s.List(ctx, pods, client.InNamespace(olm.OperatorsNamespace),
+			client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp != nil {
+			return fmt.Errorf("%d operator pods", len(pods.Items))
+		}
+		uid = string(pods.Items[0].UID)
+		return nil
+	})
+	pod, log := waitOperator(t, g, k8s, "")
+	require.Equal(t, uid, string(pod.UID), "the rolled-out pod")
 	return pod, log
 }
 
@@ -221,47 +252,26 @@ func waitConversionByOLM(t *testing.T, k8s client.Client) {
 	t.Logf("conversion webhook wired by OLM after %s", took.Round(10*time.Millisecond))
 }
 
-// right is one verb on one resource of one API group.
-type right struct{ group, resource, verb string }
-
-// csvRights lists the rights a bundle's CSV asks for (cluster-wide and namespaced alike:
-// for an AllNamespaces install OLM grants both cluster-wide).
-func csvRights(t *testing.T, manifests string) map[right]bool {
+// requireUnpackedByJob checks that OLM unpacked csv's bundle from its image with one of its
+// Jobs (in the catalog's namespace) and that the Job succeeded: the pull init container
+// runs the bundle image itself, on a node.
+func requireUnpackedByJob(t *testing.T, k8s client.Client, csv string) {
 	t.Helper()
-	spec := readCSV(t, manifests).Spec.InstallStrategy.StrategySpec
-	rights := map[right]bool{}
-	for _, p := range append(spec.ClusterPermissions, spec.Permissions...) {
-		for _, r := range p.Rules {
-			for _, g := range r.APIGroups {
-				for _, res := range r.Resources {
-					for _, v := range r.Verbs {
-						rights[right{g, res, v}] = true
-					}
-				}
+	bundleImage := release.BundleRepo + ":v" + version(csv)
+	jobs := &batchv1.JobList{}
+	require.NoError(t, k8s.List(context.Background(), jobs, client.InNamespace(olm.Namespace)))
+	var seen []string
+	for _, j := range jobs.Items {
+		for _, c := range j.Spec.Template.Spec.InitContainers {
+			seen = append(seen, c.Image)
+			if c.Name == "pull" && c.Image == bundleImage {
+				require.Positive(t, j.Status.Succeeded, "unpack Job %s of %s succeeded", j.Name, bundleImage)
+				t.Logf("bundle %s unpacked by Job %s", bundleImage, j.Name)
+				return
 			}
 		}
 	}
-	return rights
-}
-
-var refusal = regexp.MustCompile(`cannot (\w+) resource \\?"([^"\\]+)\\?" in API group \\?"([^"\\]*)\\?"`)
-
-// requireRefusedOnlyWhatNextAdds checks the operator run under the previous release's CSV:
-// it is this checkout's binary, so it may be refused the rights the next release's CSV adds
-// (that is why the next release adds them), and nothing else.
-func requireRefusedOnlyWhatNextAdds(t *testing.T, log *ground.Log, previous string) {
-	t.Helper()
-	root := ground.RepoRoot()
-	before := csvRights(t, filepath.Join(root, "config", "catalog", "bundles", strings.TrimPrefix(previous, olm.Package+".v"), "manifests"))
-	after := csvRights(t, filepath.Join(root, "bundle", "manifests"))
-	refused := forbidden(log)
-	for _, line := range refused {
-		m := refusal.FindStringSubmatch(line)
-		require.NotNil(t, m, "a refusal that names no right: %s", line)
-		r := right{group: m[3], resource: m[2], verb: m[1]}
-		require.True(t, after[r] && !before[r], "refused %v, which the next release does not add: %s", r, line)
-	}
-	t.Logf("under %s's RBAC: %d refused calls, each for a right the next release adds", previous, len(refused))
+	t.Fatalf("no unpack Job ran %s (init containers seen: %v)", bundleImage, seen)
 }
 
 // succeededAt is when the timeline saw object reach Succeeded.

@@ -45,6 +45,9 @@ type Options struct {
 	BinDir string
 	// CRDDir is OLM's deploy/chart/crds from the pinned module; default $DOLPHIN_OLM_CRDS.
 	CRDDir string
+	// OPMImage and UtilImage are the images the catalog operator's bundle unpack Jobs
+	// run (its --opmImage and --util-image), pulled from the ground's registry.
+	OPMImage, UtilImage string
 	// Log receives progress lines; default: discarded.
 	Log io.Writer
 }
@@ -81,6 +84,9 @@ func Install(ctx context.Context, c *localcluster.Cluster, o Options) (*OLM, err
 	if o.BinDir == "" || o.CRDDir == "" {
 		return nil, errors.New("olm: set DOLPHIN_BIN_DIR and DOLPHIN_OLM_CRDS (`make test-olm` does)")
 	}
+	if o.OPMImage == "" || o.UtilImage == "" {
+		return nil, errors.New("olm: Options.OPMImage and UtilImage are required (the unpack Jobs run them)")
+	}
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -105,7 +111,8 @@ func Install(ctx context.Context, c *localcluster.Cluster, o Options) (*OLM, err
 	if err := m.run("olm", "olm", "--namespace", Namespace, "--writeStatusName", ""); err != nil {
 		return nil, err
 	}
-	if err := m.run("catalog-operator", "catalog-operator", "--kubeconfig", c.Kubeconfig, "--namespace", Namespace, "--writeStatusName", ""); err != nil {
+	if err := m.run("catalog-operator", "catalog-operator", "--kubeconfig", c.Kubeconfig, "--namespace", Namespace,
+		"--writeStatusName", "", "--opmImage", o.OPMImage, "--util-image", o.UtilImage); err != nil {
 		return nil, err
 	}
 	og := &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: GlobalOperatorGroup, Namespace: OperatorsNamespace}}
