@@ -129,7 +129,7 @@ test-tools: ## Build every tool make test needs, two at a time.
 ENVTEST_PKGS := ./test/envtest/...
 MYSQL_PKGS   := ./test/mysqld/... ./test/sql/...
 E2E_PKGS     := ./test/localcluster/... ./test/e2e/... ./test/deploy/...
-UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/...
+UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/...
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and the generated bundle; no cluster, no MySQL.
@@ -319,9 +319,18 @@ catalog-render: ## Build hack/catalog, the catalog renderer, into bin/.
 catalog-build: ## Build the catalog image (needs a container engine).
 	$(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) .
 
+# operator-sdk scorecard as a user runs it: each test a pod, its image pulled (here from the
+# ground's registry, as quay.io's), Dolphin's tests under the ServiceAccount of
+# config/scorecard/rbac.yaml, against the operator installed by `make deploy`. scorecard-untar
+# is named by the SDK's version: scorecard's default names the published image's digest.
+SCORECARD_FLAGS := -n dolphin-scorecard -s dolphin-scorecard --pod-security restricted --wait-time 10m \
+  --untar-image quay.io/operator-framework/scorecard-untar:$(OPERATOR_SDK_VERSION) -o text
 .PHONY: scorecard
-scorecard: operator-sdk ## Run scorecard against the cluster in $KUBECONFIG (needs pods that run).
-	$(OPERATOR_SDK) scorecard ./bundle
+scorecard: operator-sdk cluster-tools images kustomize manifests release-images ## Run operator-sdk scorecard on real nodes: the bundle's tests as pods, their images from the ground's registry (log: .run/scorecard.log).
+	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
+	@mkdir -p .run
+	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/scorecard --release-images $(DOLPHIN_RELEASE_IMAGES) --exit \
+	  --run '$(KUBECTL) apply -f config/scorecard/rbac.yaml && $(OPERATOR_SDK) scorecard ./bundle $(SCORECARD_FLAGS)' 2>&1 | tee .run/scorecard.log
 
 .PHONY: scorecard-local
 scorecard-local: operator-sdk cluster-tools images kustomize manifests ## Run the bundle's scorecard tests here: built-ins in a chroot, Dolphin's on the real-node ground.

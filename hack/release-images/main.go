@@ -104,6 +104,7 @@ func run(ctx context.Context, o options) error {
 		add(o.upstream.OPMImage(work)),
 		add(o.upstream.UtilImage()),
 		add(o.upstream.ScorecardTestImage()),
+		add(o.upstream.ScorecardUntarImage()),
 	); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package bundle_test
 import (
 	"encoding/json"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -146,26 +145,6 @@ func dockerLabels(t *testing.T, path string) map[string]string {
 	return labels
 }
 
-func TestBundleDockerfileMatchesTheBundle(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(root(), "bundle", "metadata", "annotations.yaml"))
-	require.NoError(t, err)
-	var ann struct {
-		Annotations map[string]string `json:"annotations"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &ann))
-	labels := dockerLabels(t, filepath.Join(root(), "bundle.Dockerfile"))
-	for k, v := range ann.Annotations {
-		require.Equal(t, v, labels[k], "bundle.Dockerfile label %s", k)
-	}
-	require.Equal(t, "dolphin-operator", labels["operators.operatorframework.io.bundle.package.v1"])
-	dockerfile, err := os.ReadFile(filepath.Join(root(), "bundle.Dockerfile"))
-	require.NoError(t, err)
-	for _, m := range regexp.MustCompile(`(?m)^COPY (\S+) `).FindAllStringSubmatch(string(dockerfile), -1) {
-		_, err := os.Stat(filepath.Join(root(), m[1]))
-		require.NoError(t, err, "bundle.Dockerfile copies %s", m[1])
-	}
-}
-
 func TestOperatorDockerfileIsMultiStageStaticAndNonRoot(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(root(), "Dockerfile"))
 	require.NoError(t, err)
@@ -189,64 +168,4 @@ func TestCatalogDockerfileServesTheCatalogWithAPrebuiltCache(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(raw), "--cache-only")
 	require.Contains(t, string(raw), "ADD catalog /configs")
-}
-
-// finalStage returns the instructions of a Dockerfile's last stage, continuation lines
-// joined.
-func finalStage(t *testing.T, path string) []string {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	joined := strings.ReplaceAll(string(raw), "\\\n", " ")
-	var stage []string
-	for line := range strings.Lines(joined) {
-		line = strings.TrimSpace(line)
-		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, "FROM "):
-			stage = nil
-		default:
-			stage = append(stage, line)
-		}
-	}
-	return stage
-}
-
-// The test ground's operator image (hack/images, test/ground) stands for the image the
-// Dockerfile builds: same binary path, user, entrypoint, working folder and labels.
-func TestTheGroundsOperatorImageAgreesWithTheDockerfile(t *testing.T) {
-	spec := ground.OperatorSpec("/dev/null", "0.0.0")
-	labels := map[string]string{}
-	var user, workdir string
-	var entrypoint, copied []string
-	for _, ins := range finalStage(t, filepath.Join(root(), "Dockerfile")) {
-		word, rest, _ := strings.Cut(ins, " ")
-		switch word {
-		case "LABEL":
-			for _, m := range regexp.MustCompile(`(\S+?)="([^"]*)"`).FindAllStringSubmatch(rest, -1) {
-				labels[m[1]] = m[2]
-			}
-		case "USER":
-			user = rest
-		case "WORKDIR":
-			workdir = rest
-		case "ENTRYPOINT":
-			require.NoError(t, json.Unmarshal([]byte(rest), &entrypoint))
-		case "COPY":
-			f := strings.Fields(rest)
-			copied = append(copied, path.Join(workdir, f[len(f)-1], path.Base(f[len(f)-2])))
-		}
-	}
-	require.Equal(t, labels, spec.Config.Labels)
-	require.Equal(t, user, spec.Config.User)
-	require.Equal(t, workdir, spec.Config.WorkingDir)
-	require.Equal(t, entrypoint, spec.Config.Entrypoint)
-	require.Equal(t, []string{"/manager"}, copied)
-	var files []string
-	for _, e := range spec.Entries {
-		if e.File != "" {
-			files = append(files, "/"+e.Path)
-		}
-	}
-	require.Equal(t, copied, files, "the ground's image has the manager where the Dockerfile puts it")
 }

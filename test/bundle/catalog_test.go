@@ -1,7 +1,9 @@
 package bundle_test
 
 import (
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dolphin-operator/dolphin/test/bundle"
+	"github.com/dolphin-operator/dolphin/test/release"
 )
 
 const pkg = "dolphin-operator"
@@ -108,5 +111,39 @@ func TestCatalogBundlesMatchTheirCSVs(t *testing.T) {
 				require.Equal(t, csv.Annotations["olm.skipRange"], e.SkipRange, "%s in %s: skipRange", name, ch)
 			}
 		}
+	}
+}
+
+// Every released bundle names the commit it was built from (config/catalog/releases.yaml,
+// which `make release-images` builds the release's images from), and that commit's bundle/
+// is the frozen bundle, byte for byte. A clone without the history cannot check it and
+// says so.
+func TestEveryReleasedBundleNamesTheCommitItWasBuiltFrom(t *testing.T) {
+	releases, err := release.ReadReleases(root())
+	require.NoError(t, err)
+	commits := map[string]string{}
+	for _, r := range releases {
+		commits[r.Version] = r.Commit
+	}
+	dirs, err := os.ReadDir(filepath.Join(root(), "config", "catalog", "bundles"))
+	require.NoError(t, err)
+	require.Len(t, commits, len(dirs), "one release line per frozen bundle")
+	for _, d := range dirs {
+		commit, ok := commits[d.Name()]
+		require.True(t, ok, "bundle %s has no line in config/catalog/releases.yaml", d.Name())
+		frozen := filepath.Join(root(), "config", "catalog", "bundles", d.Name())
+		err := filepath.WalkDir(frozen, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(frozen, p)
+			out, err := exec.Command("git", "-C", root(), "show", commit+":bundle/"+filepath.ToSlash(rel)).Output()
+			require.NoError(t, err, "bundle/%s at %s (a shallow clone lacks the commit: fetch the history)", rel, commit)
+			want, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(out), "bundle/%s at %s is the frozen %s", rel, commit, d.Name())
+			return nil
+		})
+		require.NoError(t, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/dolphin-operator/dolphin/test/oci"
+	"github.com/dolphin-operator/dolphin/test/release"
 )
 
 // Names of the local images. The operator is pointed at the MySQL image through its
@@ -49,8 +50,12 @@ func ImageSpecs(in ImageInputs) ([]oci.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	operator, err := release.Operator(RepoRoot(), in.Manager, OperatorRepo+":v"+in.Version)
+	if err != nil {
+		return nil, err
+	}
 	return []oci.Spec{
-		OperatorSpec(in.Manager, in.Version),
+		operator,
 		mysqlSpec(in.MySQLRoot, mysqlVersion),
 		staticSpec(PauseImage, in.Pause, "/pause", nonrootUID),
 		staticSpec(CoreDNSRepo+":"+in.CoreDNSVersion, in.CoreDNS, "/coredns", nonrootUID),
@@ -69,33 +74,10 @@ func parseMySQLVersion(s string) (string, error) {
 	return m[1], nil
 }
 
-// OperatorLabels are the Dockerfile's final-stage labels.
-var OperatorLabels = map[string]string{
-	"org.opencontainers.image.title":       "Dolphin",
-	"org.opencontainers.image.description": "A MySQL operator for Kubernetes",
-	"org.opencontainers.image.source":      "https://github.com/dolphin-operator/dolphin",
-	"org.opencontainers.image.licenses":    "Apache-2.0",
-}
-
-// OperatorSpec is the Dockerfile's final stage: the manager at /manager on a distroless-like
-// base (passwd with nonroot, /tmp), user 65532, entrypoint /manager.
-func OperatorSpec(manager, version string) oci.Spec {
-	return oci.Spec{
-		Name: OperatorRepo + ":v" + version,
-		Entries: append(baseEntries(map[string]int{"nonroot": nonrootUID}),
-			oci.Entry{Path: "manager", File: manager, Mode: 0o755}),
-		Config: v1.Config{
-			User: fmt.Sprintf("%d:%d", nonrootUID, nonrootUID), WorkingDir: "/",
-			Entrypoint: []string{"/manager"}, Labels: OperatorLabels,
-			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-		},
-	}
-}
-
 // mysqlSpec is the MySQL tree with what the pod spec needs: the usr-merged links, users,
 // and mysqld's data and run folders owned by mysql.
 func mysqlSpec(root, version string) oci.Spec {
-	entries := append(baseEntries(map[string]int{"mysql": mysqlUID}),
+	entries := append(release.BaseEntries(release.User{Name: "mysql", ID: mysqlUID}),
 		oci.Entry{Path: "bin", Link: "usr/bin"}, oci.Entry{Path: "sbin", Link: "usr/sbin"},
 		oci.Entry{Path: "lib", Link: "usr/lib"}, oci.Entry{Path: "lib64", Link: "usr/lib64"},
 		oci.Entry{Path: "var", Dir: true},
@@ -125,24 +107,7 @@ func mysqlSpec(root, version string) oci.Spec {
 func staticSpec(name, binary, at string, uid int) oci.Spec {
 	return oci.Spec{
 		Name:    name,
-		Entries: append(baseEntries(map[string]int{"nonroot": uid}), oci.Entry{Path: at, File: binary, Mode: 0o755}),
+		Entries: append(release.BaseEntries(release.User{Name: "nonroot", ID: uid}), oci.Entry{Path: at, File: binary, Mode: 0o755}),
 		Config:  v1.Config{User: fmt.Sprintf("%d:%d", uid, uid), WorkingDir: "/", Entrypoint: []string{at}},
-	}
-}
-
-// baseEntries are /etc/passwd and /etc/group (root, nobody and the given users, each
-// with a group of its own id) and a world-writable /tmp.
-func baseEntries(users map[string]int) []oci.Entry {
-	passwd := "root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-	group := "root:x:0:\nnobody:x:65534:\n"
-	for name, id := range users {
-		passwd += fmt.Sprintf("%s:x:%d:%d:%s:/nonexistent:/usr/sbin/nologin\n", name, id, id, name)
-		group += fmt.Sprintf("%s:x:%d:\n", name, id)
-	}
-	return []oci.Entry{
-		{Path: "etc", Dir: true},
-		{Path: "etc/passwd", Content: []byte(passwd)},
-		{Path: "etc/group", Content: []byte(group)},
-		{Path: "tmp", Dir: true, Mode: 0o1777},
 	}
 }

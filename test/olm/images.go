@@ -39,10 +39,8 @@ func PushImages(ctx context.Context, reg *localcluster.Registry, manifestPath, w
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range m.Images {
-		if err := reg.Push(ctx, b.Tarball, b.Name); err != nil {
-			return nil, err
-		}
+	if err := m.PushTo(ctx, reg); err != nil {
+		return nil, err
 	}
 	opm, err := m.Upstream.OPMImage(filepath.Join(work, "upstream"))
 	if err != nil {
@@ -71,6 +69,13 @@ func (i *Images) PublishCatalog(ctx context.Context, configs, tag string) (strin
 	b, err := oci.Build(spec, filepath.Join(work, "image"))
 	if err != nil {
 		return "", 0, err
+	}
+	// What OLM's registry pod needs of it, and what catalog.Dockerfile says.
+	if err := release.CheckCatalog(b.Tarball, configs); err != nil {
+		return "", 0, fmt.Errorf("catalog image %s: %w", name, err)
+	}
+	if err := release.CheckAgainstDockerfile(b.Tarball, filepath.Join(ground.RepoRoot(), "catalog.Dockerfile"), nil); err != nil {
+		return "", 0, fmt.Errorf("catalog image %s: %w", name, err)
 	}
 	if err := i.reg.Push(ctx, b.Tarball, name); err != nil {
 		return "", 0, err

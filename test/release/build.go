@@ -231,7 +231,7 @@ func copyInto(s *oci.Spec, ins Instruction, in Inputs) error {
 			}
 			s.Trees = append(s.Trees, oci.Tree{Source: host, Target: target})
 		case into:
-			s.Entries = append(s.Entries, oci.Entry{Path: path.Join(target, filepath.Base(host)), File: host, UID: uid, GID: gid})
+			s.Entries = append(s.Entries, oci.Entry{Path: path.Join(target, path.Base(src)), File: host, UID: uid, GID: gid})
 		default:
 			s.Entries = append(s.Entries, oci.Entry{Path: target, File: host, UID: uid, GID: gid})
 		}

@@ -56,7 +56,7 @@ func ParseDockerfile(path string) (*Dockerfile, error) {
 			i++
 			next := strings.TrimSpace(lines[i])
 			if strings.HasPrefix(next, "#") {
-				next = ""
+				continue // a comment inside a continuation is dropped, the continuation goes on
 			}
 			line = strings.TrimSuffix(line, "\\") + " " + next
 		}

@@ -25,6 +25,7 @@ const (
 	OPMRepo            = "quay.io/operator-framework/opm"
 	OLMRepo            = "quay.io/operator-framework/olm"
 	ScorecardTestRepo  = "quay.io/operator-framework/scorecard-test"
+	ScorecardUntarRepo = "quay.io/operator-framework/scorecard-untar"
 )
 
 // Operator is the Dockerfile's image of a static manager binary (its builder stage's
@@ -179,6 +180,35 @@ func (u Upstream) ScorecardTestImage() (oci.Spec, error) {
 		Name:   ScorecardTestRepo + ":" + u.SDKVersion,
 		Bases:  map[string]oci.Spec{ubi: base},
 		Stages: map[string]map[string]string{"builder": {"/workspace/build/scorecard-test": u.ScorecardTest}},
+		Runs: map[string][]oci.Entry{
+			`echo "${USER_NAME}:x:${USER_UID}:0:${USER_NAME} user:${HOME}:/sbin/nologin" >> /etc/passwd`: {
+				{Path: "etc/passwd", Content: []byte(passwd)}},
+		},
+	})
+}
+
+// ScorecardUntarImage is operator-sdk's scorecard-untar image (images/scorecard-untar/
+// Dockerfile), whose tar unpacks the bundle into each scorecard test pod. Its base, UBI,
+// stands here as busybox (tar with gzip, a shell) under /usr/bin. Scorecard names it by a
+// digest of the published image; runs here name it by the SDK's version (--untar-image).
+func (u Upstream) ScorecardUntarImage() (oci.Spec, error) {
+	const ubi = "registry.access.redhat.com/ubi9/ubi:9.7"
+	raw, err := os.ReadFile(u.Busybox.Applets)
+	if err != nil {
+		return oci.Spec{}, fmt.Errorf("busybox applets: %w (run `make busybox`)", err)
+	}
+	base := oci.Spec{Entries: append(BaseEntries(), oci.Entry{Path: "usr/bin/busybox", File: u.Busybox.Binary, Mode: 0o755}),
+		Config: v1.Config{Env: []string{distrolessPath}}}
+	for _, a := range strings.Fields(string(raw)) {
+		if a != "busybox" && !strings.ContainsAny(a, "/[") {
+			base.Entries = append(base.Entries, oci.Entry{Path: "usr/bin/" + a, Link: "busybox"})
+		}
+	}
+	passwd := "root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" +
+		"scorecard-untar:x:1001:0:scorecard-untar user:/opt/scorecard-untar:/sbin/nologin\n"
+	return buildFile(filepath.Join(u.SDKModule, "images", "scorecard-untar", "Dockerfile"), Inputs{
+		Name:  ScorecardUntarRepo + ":" + u.SDKVersion,
+		Bases: map[string]oci.Spec{ubi: base},
 		Runs: map[string][]oci.Entry{
 			`echo "${USER_NAME}:x:${USER_UID}:0:${USER_NAME} user:${HOME}:/sbin/nologin" >> /etc/passwd`: {
 				{Path: "etc/passwd", Content: []byte(passwd)}},

@@ -183,6 +183,21 @@ func ReadManifest(p string) (*Manifest, error) {
 	return m, nil
 }
 
+// Pusher uploads an image's tarball under names (the ground's registry).
+type Pusher interface {
+	Push(ctx context.Context, tarball string, refs ...string) error
+}
+
+// PushTo pushes every image under its name.
+func (m *Manifest) PushTo(ctx context.Context, p Pusher) error {
+	for _, b := range m.Images {
+		if err := p.Push(ctx, b.Tarball, b.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Image is the built image named name.
 func (m *Manifest) Image(name string) (oci.Built, error) {
 	for _, b := range m.Images {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
+	"github.com/dolphin-operator/dolphin/test/release"
 )
 
 type options struct {
@@ -32,6 +33,9 @@ type options struct {
 	stateDir  string
 	waitReady time.Duration
 	exit      bool
+	// releaseImages is release-images' manifest: with it, the ground runs a registry that
+	// the nodes pull quay.io's images from, and those images are pushed there.
+	releaseImages string
 }
 
 type stringList []string
@@ -54,6 +58,7 @@ func main() {
 	fs.StringVar(&o.stateDir, "state-dir", ".run/demo", "folder for the cluster's files; emptied at start")
 	fs.DurationVar(&o.waitReady, "wait-ready", 0, "how long to wait for each sample's Ready condition (0: do not wait)")
 	fs.BoolVar(&o.exit, "exit", false, "stop once the samples are Ready instead of waiting for Ctrl-C")
+	fs.StringVar(&o.releaseImages, "release-images", "", "release-images' manifest: serve those images to the nodes as quay.io's (`make release-images` writes it)")
 	_ = fs.Parse(os.Args[2:])
 	if err := localcluster.EnterNetNS(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -127,10 +132,26 @@ func run(mode string, o options) error {
 // start brings up the ground: with the operator for demo; for up, with Dolphin's CRDs
 // (make install) and no operator.
 func start(ctx context.Context, mode string, o options, binDir, dir string) (*ground.Ground, error) {
+	var mirrors []string
+	var images *release.Manifest
+	if o.releaseImages != "" {
+		m, err := release.ReadManifest(o.releaseImages)
+		if err != nil {
+			return nil, err
+		}
+		images, mirrors = m, []string{"quay.io"}
+	}
 	g, err := ground.Start(ctx, ground.Options{Nodes: o.nodes, Dir: dir, BinDir: binDir, Log: os.Stdout,
-		WithoutOperator: mode != "demo"})
+		WithoutOperator: mode != "demo", Mirrors: mirrors})
 	if err != nil {
 		return nil, err
+	}
+	if images != nil {
+		if err := images.PushTo(ctx, g.Registry); err != nil {
+			g.Stop()
+			return nil, err
+		}
+		fmt.Printf("%d release images served as quay.io's from %s\n", len(images.Images), g.Registry.Addr)
 	}
 	if mode != "demo" {
 		if out, err := g.Make(ctx, "install"); err != nil {

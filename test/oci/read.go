@@ -1,0 +1,106 @@
+package oci
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// File is one entry of an image's layer, as its tar header and content have it.
+type File struct {
+	Mode     int64
+	UID, GID int
+	Dir      bool
+	Link     string
+	Size     int64
+	// SHA256 is the content's digest; Content the content itself when under 1 MiB.
+	SHA256  string
+	Content []byte
+}
+
+// ReadImage returns the configuration and the files (by path, without a leading slash) of
+// the image in an OCI layout tarball written by Build: what a runtime unpacks.
+func ReadImage(tarball string) (*v1.ConfigFile, map[string]File, error) {
+	cfg, err := ReadConfig(tarball)
+	if err != nil {
+		return nil, nil, err
+	}
+	blobs, err := readTar(tarball)
+	if err != nil {
+		return nil, nil, err
+	}
+	var index v1.IndexManifest
+	if err := json.Unmarshal(blobs["index.json"], &index); err != nil || len(index.Manifests) != 1 {
+		return nil, nil, fmt.Errorf("%s: index.json with one manifest expected (%w)", tarball, err)
+	}
+	var m v1.Manifest
+	if err := json.Unmarshal(blobs["blobs/sha256/"+index.Manifests[0].Digest.Hex], &m); err != nil {
+		return nil, nil, fmt.Errorf("%s: manifest: %w", tarball, err)
+	}
+	if len(m.Layers) != 1 {
+		return nil, nil, fmt.Errorf("%s: %d layers, Build writes one", tarball, len(m.Layers))
+	}
+	files, err := layerFiles(tarball, "blobs/sha256/"+m.Layers[0].Digest.Hex)
+	return cfg, files, err
+}
+
+// layerFiles lists the entries of the uncompressed layer stored as member in tarball.
+func layerFiles(tarball, member string) (map[string]File, error) {
+	f, err := os.Open(tarball)
+	if err != nil {
+		return nil, fmt.Errorf("oci: %w", err)
+	}
+	defer f.Close()
+	outer := tar.NewReader(f)
+	for {
+		hdr, err := outer.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: no layer %s", tarball, member)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tarball, err)
+		}
+		if hdr.Name == member {
+			return readLayer(tar.NewReader(outer))
+		}
+	}
+}
+
+func readLayer(tr *tar.Reader) (map[string]File, error) {
+	files := map[string]File{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("oci: layer: %w", err)
+		}
+		f := File{Mode: hdr.Mode, UID: hdr.Uid, GID: hdr.Gid, Size: hdr.Size, Dir: hdr.Typeflag == tar.TypeDir}
+		if hdr.Typeflag == tar.TypeSymlink {
+			f.Link = hdr.Linkname
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			h := sha256.New()
+			var r io.Reader = tr
+			if hdr.Size < 1<<20 {
+				if f.Content, err = io.ReadAll(tr); err != nil {
+					return nil, fmt.Errorf("oci: layer %s: %w", hdr.Name, err)
+				}
+				h.Write(f.Content)
+			} else if _, err := io.Copy(h, r); err != nil {
+				return nil, fmt.Errorf("oci: layer %s: %w", hdr.Name, err)
+			}
+			f.SHA256 = hex.EncodeToString(h.Sum(nil))
+		}
+		files[path.Clean(hdr.Name)] = f
+	}
+}
