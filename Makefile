@@ -110,7 +110,7 @@ verify-generated: manifests generate bundle catalog ## Fail when generated files
 
 ##@ Test
 
-TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chaos test-olm test-chainsaw scorecard-local
+TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chaos test-olm test-chainsaw scorecard
 .PHONY: test
 test: ## Run every test tier in order (what CI runs) and end with a table of how long each took.
 	@hack/run-tiers.sh $(TEST_TIERS)
@@ -118,7 +118,7 @@ test: ## Run every test tier in order (what CI runs) and end with a table of how
 # Every tool the tiers use, built first, two builds at a time: one `go build` of a pinned
 # tool kept ~1.4 of 2 cores busy on average (user/wall time, measured cold), and MySQL's
 # provisioning mostly waits on the network. Warm, this is a few seconds of stamp checks.
-TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql
+TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox
 .PHONY: test-tools
 test-tools: ## Build every tool make test needs, two at a time.
 	@$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
@@ -341,8 +341,8 @@ scorecard-local: operator-sdk cluster-tools images kustomize manifests ## Run th
 	  --dolphin-tests $(LOCALBIN)/dolphin-scorecard-tests --output $(CURDIR)/.run/scorecard-results.json
 
 .PHONY: scorecard-image-build
-scorecard-image-build: ## Build the image of Dolphin's scorecard tests (needs a container engine).
-	$(CONTAINER_TOOL) build -f scorecard/Dockerfile -t $(IMAGE_TAG_BASE)-scorecard-tests:v$(VERSION) .
+scorecard-image-build: ## Build the image of Dolphin's scorecard tests, under the name the bundle's scorecard configuration gives it (needs a container engine).
+	$(CONTAINER_TOOL) build -f scorecard/Dockerfile -t quay.io/dolphin-operator/dolphin-scorecard-tests:v$(VERSION) .
 
 ##@ Tools (built once per version into $(DOLPHIN_CACHE), linked into ./bin)
 

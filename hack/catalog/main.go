@@ -7,8 +7,8 @@
 // Two outputs share one template so that they always describe the same upgrade graph:
 //   - the published catalog (default): bundles referenced by image, CSV metadata inline;
 //   - an inline catalog (-inline): each bundle's manifests carried as olm.bundle.object
-//     properties and no image, which OLM installs without unpacking an image (used by the OLM
-//     tests, where no registry exists).
+//     properties and no image, which OLM installs without unpacking an image, for a cluster
+//     that reaches no registry (the OLM tier installs from images; this mode is unit-tested).
 package main
 
 import (

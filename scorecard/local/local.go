@@ -103,12 +103,14 @@ func (r *Runner) runOne(ctx context.Context, tc scapiv1alpha3.TestConfiguration)
 	default:
 		return scapiv1alpha3.TestStatus{}, fmt.Errorf("no local runner for entrypoint %q", tc.Entrypoint[0])
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Scorecard reads a test's result from its pod's log, where stdout and stderr are one
+	// stream: anything a test prints to either must leave the JSON whole.
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
 	runErr := cmd.Run()
 	var status scapiv1alpha3.TestStatus
-	if err := json.Unmarshal(stdout.Bytes(), &status); err != nil {
-		return status, fmt.Errorf("%v printed no TestStatus (%w): %s%s", tc.Entrypoint, errors.Join(runErr, err), stdout.String(), stderr.String())
+	if err := json.Unmarshal(log.Bytes(), &status); err != nil {
+		return status, fmt.Errorf("%v printed no TestStatus as its whole log (%w): %s", tc.Entrypoint, errors.Join(runErr, err), log.String())
 	}
 	return status, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,21 +246,6 @@ func (c *Cluster) RestartNode(ctx context.Context, n *Node) error {
 	}
 	n.stopped = false
 	return nil
-}
-
-// TagImage gives an imported image a second name on every node (as `ctr images tag`), for
-// manifests that name it otherwise.
-func (c *Cluster) TagImage(ctx context.Context, source, target string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	return forEachNode(c.Nodes, func(n *Node) error {
-		cmd := exec.CommandContext(ctx, filepath.Join(c.cfg.BinDir, "ctr"), "--address", n.socket(), "--namespace", "k8s.io",
-			"images", "tag", "--force", source, target)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("node %s: tagging %s as %s: %w: %s", n.Name, source, target, err, out)
-		}
-		return nil
-	})
 }
 
 // ProcessPID is the host process ID of the process named name (its comm) in a running

@@ -3,15 +3,17 @@
 // file-based catalog with opm, and drives installs and upgrades through Subscriptions the
 // way a platform team does.
 //
-// Its tests install Dolphin from the catalog at the previous release; OLM's Deployment runs
-// the operator image as a real pod (under the ServiceAccount and RBAC the CSV asked for,
-// with the webhook certificate OLM generated, pointed at the ground's MySQL image through
-// the Subscription's spec.config.env); then they publish the next version and check that
-// OLM upgrades the operator while the MySQL cluster it manages keeps serving.
+// Its tests install Dolphin from images, as a cluster does: the release images (`make
+// release-images`: each release's operator and bundle, earlier ones built from their commit,
+// opm's and OLM's util image) are pushed to the ground's registry, which the nodes use as
+// the mirror of quay.io; each catalog is built into catalog.Dockerfile's image and named by
+// the CatalogSource, whose registry pod OLM runs on a node, and OLM unpacks each bundle
+// image with a Job. The tests install the previous release (its own operator image, under
+// its CSV's RBAC, pointed at the ground's MySQL image through the Subscription's
+// spec.config.env), then publish the next version and check that OLM upgrades the operator
+// and the new one takes the cluster over and keeps it serving.
 //
-// What is not the production path: the catalog carries the bundles inline and is served by
-// opm as a local process behind an address CatalogSource (no bundle or catalog image), and
-// both catalog versions run this checkout's operator image, tagged on the nodes as each
-// CSV's image: what changes between them is everything OLM installs (CSV, RBAC, CRDs,
-// webhooks, Deployment).
+// What is not the production path: OLM's olm and catalog operators run as processes of the
+// test, not as pods; OLM's util image carries only what the unpack Jobs use
+// (release.Upstream.UtilImage).
 package olm

@@ -13,8 +13,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	scapiv1alpha3 "github.com/operator-framework/api/pkg/apis/scorecard/v1alpha3"
@@ -38,18 +40,51 @@ func main() {
 		os.Exit(2)
 	}
 	env := tests.Env{BundleDir: *bundle, Namespace: *namespace, Timeout: *timeout}
+	// The API server's warnings (v1alpha1 is deprecated) go into the result's log: client-go
+	// would print them to stderr, which scorecard reads with stdout as one log, and the
+	// TestStatus JSON would no longer parse.
+	warnings := &warningLog{}
 	if cfg, err := ctrl.GetConfig(); err == nil {
+		cfg.WarningHandler = warnings
 		env.Config = cfg
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout+time.Minute)
 	defer cancel()
-	status := scapiv1alpha3.TestStatus{Results: []scapiv1alpha3.TestResult{tests.All[flag.Arg(0)](ctx, env)}}
+	r := tests.All[flag.Arg(0)](ctx, env)
+	if w := warnings.String(); w != "" {
+		r.Log = strings.TrimSpace(r.Log + "\n" + w)
+	}
+	status := scapiv1alpha3.TestStatus{Results: []scapiv1alpha3.TestResult{r}}
 	out, err := json.MarshalIndent(status, "", "  ")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	fmt.Println(string(out))
+}
+
+// warningLog keeps the API server's warnings, each once.
+type warningLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+// HandleWarningHeader records a warning (rest.WarningHandler).
+func (w *warningLog) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.seen, text) {
+		w.seen = append(w.seen, text)
+	}
+}
+
+func (w *warningLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seen) == 0 {
+		return ""
+	}
+	return "API server warnings: " + strings.Join(w.seen, "; ")
 }
 
 // namespaceDefault is the pod's own namespace in a scorecard pod, else "default".
