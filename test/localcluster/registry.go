@@ -1,11 +1,8 @@
 package localcluster
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -16,9 +13,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/dolphin-operator/dolphin/test/oci"
 )
 
 // RegistryPort is where the cluster's registry listens, on HostIP.
@@ -32,10 +29,11 @@ const RegistryPort = 5000
 // distribution API (the harness's pushes, a pod) reaches it at Addr.
 type Registry struct {
 	// Addr is host:port.
-	Addr   string
-	srv    *http.Server
-	done   chan struct{}
-	errLog string
+	Addr string
+	srv  *http.Server
+	done chan struct{}
+	// dir holds the blobs, the log and the pushes' scratch folders.
+	dir string
 }
 
 // startRegistry serves a registry with its blobs under dir.
@@ -56,7 +54,7 @@ func startRegistry(dir string) (*Registry, error) {
 	}
 	h := registry.New(registry.WithBlobHandler(registry.NewDiskBlobHandler(filepath.Join(dir, "blobs"))),
 		registry.Logger(log.New(lf, "", log.LstdFlags)))
-	r := &Registry{Addr: addr, done: make(chan struct{}), errLog: logPath,
+	r := &Registry{Addr: addr, done: make(chan struct{}), dir: dir,
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		defer close(r.done)
@@ -81,12 +79,12 @@ func (r *Registry) stop() {
 func (r *Registry) Push(ctx context.Context, tarball string, refs ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp(filepath.Dir(r.errLog), "push-")
+	dir, err := os.MkdirTemp(r.dir, "push-")
 	if err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	img, err := readLayout(tarball, dir)
+	img, err := oci.LoadImage(tarball, dir)
 	if err != nil {
 		return err
 	}
@@ -121,77 +119,6 @@ func separator(ref name.Reference) string {
 		return "@"
 	}
 	return ":"
-}
-
-// Digest is the digest of what the registry serves as ref.
-func (r *Registry) Digest(ctx context.Context, ref string) (v1.Hash, error) {
-	local, err := r.Local(ref)
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	d, err := remote.Head(local, remote.WithContext(ctx))
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("registry: %s: %w", ref, err)
-	}
-	return d.Digest, nil
-}
-
-// readLayout unpacks an OCI image-layout tarball into dir and returns its only image.
-func readLayout(tarball, dir string) (v1.Image, error) {
-	f, err := os.Open(tarball)
-	if err != nil {
-		return nil, fmt.Errorf("registry: %w", err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("while reading %s: %w", tarball, err)
-		}
-		p := filepath.Join(dir, filepath.Clean("/"+h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(p, 0o755)
-		case tar.TypeReg:
-			err = writeFrom(p, tr)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("while unpacking %s: %w", tarball, err)
-		}
-	}
-	idx, err := layout.ImageIndexFromPath(dir)
-	if err != nil {
-		return nil, fmt.Errorf("%s is no OCI image layout: %w", tarball, err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tarball, err)
-	}
-	if len(m.Manifests) != 1 {
-		return nil, fmt.Errorf("%s holds %d images, want one", tarball, len(m.Manifests))
-	}
-	return idx.Image(m.Manifests[0].Digest)
-}
-
-func writeFrom(p string, r io.Reader) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(p)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // hostsTOML is containerd's configuration for one mirrored host: pull and resolve from the

@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
 // File is one entry of an image's layer, as its tar header and content have it.
@@ -103,4 +105,61 @@ func readLayer(tr *tar.Reader) (map[string]File, error) {
 		}
 		files[path.Clean(hdr.Name)] = f
 	}
+}
+
+// LoadImage unpacks an OCI image-layout tarball (one image, as Build writes) into dir and
+// returns its image, whose blobs are read from dir: what a registry client pushes.
+func LoadImage(tarball, dir string) (v1.Image, error) {
+	f, err := os.Open(tarball)
+	if err != nil {
+		return nil, fmt.Errorf("oci: %w", err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("while reading %s: %w", tarball, err)
+		}
+		p := filepath.Join(dir, filepath.Clean("/"+h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			err = writeFrom(p, tr)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("while unpacking %s: %w", tarball, err)
+		}
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s is no OCI image layout: %w", tarball, err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tarball, err)
+	}
+	if len(m.Manifests) != 1 {
+		return nil, fmt.Errorf("%s holds %d images, want one", tarball, len(m.Manifests))
+	}
+	return idx.Image(m.Manifests[0].Digest)
+}
+
+func writeFrom(p string, r io.Reader) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -147,7 +147,9 @@ func apply(s *oci.Spec, ins Instruction, in Inputs) error {
 		s.Config.User = strings.Join(ins.Args, "")
 	case "WORKDIR":
 		s.Config.WorkingDir = resolve(s.Config.WorkingDir, strings.Join(ins.Args, " "))
-		s.Entries = append(s.Entries, oci.Entry{Path: strings.TrimPrefix(s.Config.WorkingDir, "/"), Dir: true})
+		if s.Config.WorkingDir != "/" {
+			s.Entries = append(s.Entries, oci.Entry{Path: strings.TrimPrefix(s.Config.WorkingDir, "/"), Dir: true})
+		}
 	case "ENTRYPOINT":
 		s.Config.Entrypoint = command(ins)
 		s.Config.Cmd = nil // a new entrypoint resets the base's CMD, as Docker does

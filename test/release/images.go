@@ -149,10 +149,11 @@ func (u Upstream) OPMImage(work string) (oci.Spec, error) {
 
 // UtilImage is OLM's image as its bundle unpack Jobs use it: distroless :debug with
 // busybox's cp linked at /bin/cp (OLM's Dockerfile's one RUN) and OLM's cpb and
-// copy-content at /bin, user 1001, the Dockerfile's entrypoint. Not carried: the olm,
-// catalog and package-server binaries the Dockerfile also copies (~200 MB), which the
-// ground runs as processes (olm, catalog) or not at all (package-server); the test checks
-// the rest against the Dockerfile.
+// copy-content at /bin, user 1001, the Dockerfile's labels, ports and entrypoint. Not
+// carried: the olm, catalog and package-server binaries the Dockerfile also copies
+// (~200 MB), which the ground runs as processes (olm, catalog) or not at all
+// (package-server); so the entrypoint, /bin/olm, names a file the image lacks, and the
+// unpack Jobs, which give their own commands, never run it.
 func (u Upstream) UtilImage() (oci.Spec, error) {
 	s, err := Debug(u.Busybox.Binary, u.Busybox.Applets)
 	if err != nil {

@@ -206,6 +206,7 @@ func TestWaitForGTIDTimesOut(t *testing.T) {
 // not end the wait. Fence still takes effect, and the waiting client is never told its
 // commit succeeded.
 func TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement(t *testing.T) {
+	t.Parallel() // most of it waits for the primary to see its replica go (stuckCommit)
 	ctx := testContext(t)
 	servers, in, client := losslessPair(t, ctx)
 	committed := stuckCommit(t, ctx, servers[0], in, client)
@@ -255,6 +256,7 @@ func losslessPair(t *testing.T, ctx context.Context) ([]*mysqld.Instance, []mysq
 // fences mysqld before it passes the kubelet's SIGTERM on (internal/resources/stop.go; the
 // e2e test TestStoppingAPrimaryAcknowledgesNoWaitingCommit checks it on real pods).
 func TestShutdownAcknowledgesACommitNoReplicaHas(t *testing.T) {
+	t.Parallel() // most of it waits for the primary to see its replica go (stuckCommit)
 	ctx := testContext(t)
 	servers, in, client := losslessPair(t, ctx)
 	committed := stuckCommit(t, ctx, servers[0], in, client)
