@@ -409,28 +409,14 @@ func ReadConfig(tarball string) (*v1.ConfigFile, error) {
 
 // readTar reads the small members (metadata, not layers) of a tarball.
 func readTar(p string) (map[string][]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("oci: %w", err)
-	}
-	defer f.Close()
 	out := map[string][]byte{}
-	tr := tar.NewReader(f)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
+	err := walkTarFile(p, func(hdr *tar.Header, r io.Reader) error {
 		if hdr.Size > 1<<20 {
-			continue
+			return nil
 		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
+		b, err := io.ReadAll(r)
 		out[hdr.Name] = b
-	}
+		return err
+	})
+	return out, err
 }

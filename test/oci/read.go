@@ -56,84 +56,110 @@ func ReadImage(tarball string) (*v1.ConfigFile, map[string]File, error) {
 
 // layerFiles lists the entries of the uncompressed layer stored as member in tarball.
 func layerFiles(tarball, member string) (map[string]File, error) {
-	f, err := os.Open(tarball)
+	var files map[string]File
+	err := walkTarFile(tarball, func(hdr *tar.Header, r io.Reader) error {
+		if hdr.Name != member {
+			return nil
+		}
+		var err error
+		files, err = readLayer(r)
+		return errStop(err)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("oci: %w", err)
+		return nil, err
+	}
+	if files == nil {
+		return nil, fmt.Errorf("%s: no layer %s", tarball, member)
+	}
+	return files, nil
+}
+
+// errDone ends a walk early without an error.
+var errDone = errors.New("done")
+
+func errStop(err error) error {
+	if err != nil {
+		return err
+	}
+	return errDone
+}
+
+// walkTarFile calls fn for every entry of the tar file p, in order, with a reader of its
+// content; fn returning errDone ends the walk without an error.
+func walkTarFile(p string, fn func(*tar.Header, io.Reader) error) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("oci: %w", err)
 	}
 	defer f.Close()
-	outer := tar.NewReader(f)
+	if err := walkTar(f, fn); err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	return nil
+}
+
+func walkTar(r io.Reader, fn func(*tar.Header, io.Reader) error) error {
+	tr := tar.NewReader(r)
 	for {
-		hdr, err := outer.Next()
+		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: no layer %s", tarball, member)
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", tarball, err)
+			return err
 		}
-		if hdr.Name == member {
-			return readLayer(tar.NewReader(outer))
+		if err := fn(hdr, tr); errors.Is(err, errDone) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
 	}
 }
 
-func readLayer(tr *tar.Reader) (map[string]File, error) {
+func readLayer(layer io.Reader) (map[string]File, error) {
 	files := map[string]File{}
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("oci: layer: %w", err)
-		}
+	err := walkTar(layer, func(hdr *tar.Header, r io.Reader) error {
 		f := File{Mode: hdr.Mode, UID: hdr.Uid, GID: hdr.Gid, Size: hdr.Size, Dir: hdr.Typeflag == tar.TypeDir}
 		if hdr.Typeflag == tar.TypeSymlink {
 			f.Link = hdr.Linkname
 		}
 		if hdr.Typeflag == tar.TypeReg {
 			h := sha256.New()
-			var r io.Reader = tr
 			if hdr.Size < 1<<20 {
-				if f.Content, err = io.ReadAll(tr); err != nil {
-					return nil, fmt.Errorf("oci: layer %s: %w", hdr.Name, err)
+				var err error
+				if f.Content, err = io.ReadAll(r); err != nil {
+					return err
 				}
 				h.Write(f.Content)
 			} else if _, err := io.Copy(h, r); err != nil {
-				return nil, fmt.Errorf("oci: layer %s: %w", hdr.Name, err)
+				return err
 			}
 			f.SHA256 = hex.EncodeToString(h.Sum(nil))
 		}
 		files[path.Clean(hdr.Name)] = f
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("oci: layer: %w", err)
 	}
+	return files, nil
 }
 
 // LoadImage unpacks an OCI image-layout tarball (one image, as Build writes) into dir and
 // returns its image, whose blobs are read from dir: what a registry client pushes.
 func LoadImage(tarball, dir string) (v1.Image, error) {
-	f, err := os.Open(tarball)
-	if err != nil {
-		return nil, fmt.Errorf("oci: %w", err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("while reading %s: %w", tarball, err)
-		}
+	err := walkTarFile(tarball, func(h *tar.Header, r io.Reader) error {
 		p := filepath.Join(dir, filepath.Clean("/"+h.Name))
 		switch h.Typeflag {
 		case tar.TypeDir:
-			err = os.MkdirAll(p, 0o755)
+			return os.MkdirAll(p, 0o755)
 		case tar.TypeReg:
-			err = writeFrom(p, tr)
+			return writeFrom(p, r)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("while unpacking %s: %w", tarball, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("while unpacking: %w", err)
 	}
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
