@@ -377,7 +377,7 @@ kwok:
 	@$(BUILD_TOOL) kwok $(KWOK_VERSION) $(TOOLS)/kwok sigs.k8s.io/kwok/cmd/kwok -ldflags '-s -w'
 	@hack/kwok-stages.sh $(KWOK_VERSION)
 
-.PHONY: controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm
+.PHONY: controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm versitygw
 OLM_PKG := github.com/operator-framework/operator-lifecycle-manager
 olm: ## OLM v0's olm and catalog operators, and the cpb and copy-content its util image carries (for make test-olm).
 	@$(BUILD_TOOL) olm $(OLM_VERSION) $(TOOLS)/olm $(OLM_PKG)/cmd/olm -tags=containers_image_openpgp -ldflags '-s -w'
@@ -396,6 +396,10 @@ GRPC_HEALTH_PROBE_VERSION := $(call modver,opm,github.com/grpc-ecosystem/grpc-he
 opm: ## opm, and the grpc_health_probe its image carries (the version operator-registry pins).
 	@$(BUILD_TOOL) opm $(OPM_VERSION) $(TOOLS)/opm github.com/operator-framework/operator-registry/cmd/opm -tags=json1,containers_image_openpgp -ldflags '-s -w'
 	@$(BUILD_TOOL) grpc_health_probe $(GRPC_HEALTH_PROBE_VERSION) $(TOOLS)/opm github.com/grpc-ecosystem/grpc-health-probe -ldflags '-s -w'
+VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
+versitygw: ## An S3 server on a POSIX folder (versitygw), for backup tests.
+	@$(BUILD_TOOL) versitygw $(VERSITYGW_VERSION) $(TOOLS)/versitygw github.com/versity/versitygw/cmd/versitygw \
+	  -ldflags '-s -w -X main.Version=$(VERSITYGW_VERSION) -X main.Build=$(VERSITYGW_VERSION)'
 golangci-lint:
 	@$(BUILD_TOOL) golangci-lint $(GOLANGCI_LINT_VERSION) $(TOOLS)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint -ldflags '-s -w'
 chainsaw:
