@@ -7,7 +7,8 @@
 //     that commit's tree is exported with git archive, its manager and scorecard tests built
 //     from it, its images from its own Dockerfiles; its bundle must equal the frozen
 //     config/catalog/bundles/<version>/;
-//   - opm's, OLM's util and operator-sdk's scorecard-test images, from the pinned modules.
+//   - opm's, OLM's util and operator-sdk's scorecard-test and scorecard-untar images, from
+//     the pinned modules.
 //
 // --manifest receives the list of images (name, tarball, digest) and the inputs the OLM
 // tier needs to build catalog images itself (test/release.Upstream).

@@ -233,8 +233,9 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 //
 // A data folder initialised without the operator's accounts (by Dolphin 0.1.0, which did
 // not manage replication) gets them once: mysqld runs on it without networking or binary
-// log, with AccountsSQL (all IF NOT EXISTS) and SHUTDOWN as its init file, and the marker
-// accountsMarker records it. Folders initialised here carry the marker from the start.
+// log, with AccountsSQL (all IF NOT EXISTS) and SHUTDOWN as its init file, within the
+// 30 minutes the startup probe allows mysqld, and the marker accountsMarker records it.
+// Folders initialised here carry the marker from the start.
 const initScript = `set -eu
 data=` + DataDir + `
 stage=$data/` + initStage + `
@@ -246,7 +247,7 @@ if [ -d "$data/mysql" ]; then
 SET SESSION sql_log_bin = 0;
 ` + AccountsSQL + `SHUTDOWN;
 SQL
-  mysqld --no-defaults --datadir="$data" --skip-networking --skip-log-bin --mysqlx=OFF \
+  timeout 1800 mysqld --no-defaults --datadir="$data" --skip-networking --skip-log-bin --mysqlx=OFF \
     --socket=` + TmpDir + `/accounts.sock --pid-file=` + TmpDir + `/accounts.pid \
     --init-file=` + TmpDir + `/accounts.sql --log-error-verbosity=2
   touch "$data/` + accountsMarker + `"

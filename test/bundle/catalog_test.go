@@ -1,6 +1,7 @@
 package bundle_test
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"testing"
+	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/require"
@@ -137,7 +139,9 @@ func TestEveryReleasedBundleNamesTheCommitItWasBuiltFrom(t *testing.T) {
 				return err
 			}
 			rel, _ := filepath.Rel(frozen, p)
-			out, err := exec.Command("git", "-C", root(), "show", commit+":bundle/"+filepath.ToSlash(rel)).Output()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "git", "-C", root(), "show", commit+":bundle/"+filepath.ToSlash(rel)).Output()
 			require.NoError(t, err, "bundle/%s at %s (a shallow clone lacks the commit: fetch the history)", rel, commit)
 			want, err := os.ReadFile(p)
 			require.NoError(t, err)

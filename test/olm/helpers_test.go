@@ -62,7 +62,7 @@ func startGround(t *testing.T, nodes int) (*ground.Ground, *olm.Images) {
 	t.Helper()
 	ctx := context.Background()
 	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr, Nodes: nodes, WithoutOperator: true,
-		Mirrors: []string{olm.Mirrored}})
+		Mirrors: []string{release.Host}})
 	require.NoError(t, err)
 	t.Cleanup(g.Stop)
 	start := time.Now()

@@ -13,10 +13,6 @@ import (
 	"github.com/dolphin-operator/dolphin/test/release"
 )
 
-// Mirrored is the registry host whose images the ground's nodes pull from its own
-// registry: every image a release names (Dolphin's and the operator-framework's) is there.
-const Mirrored = "quay.io"
-
 // Images are the release images (`make release-images`) pushed to the ground's registry
 // under the names releases publish them as, and what catalog images are built from.
 type Images struct {
@@ -30,7 +26,7 @@ type Images struct {
 // default $DOLPHIN_RELEASE_IMAGES) to reg; work is a folder for catalog builds.
 func PushImages(ctx context.Context, reg *localcluster.Registry, manifestPath, work string) (*Images, error) {
 	if reg == nil {
-		return nil, fmt.Errorf("olm: the ground runs no registry (start it with Mirrors: %s)", Mirrored)
+		return nil, fmt.Errorf("olm: the ground runs no registry (start it with Mirrors: %s)", release.Host)
 	}
 	if manifestPath == "" {
 		manifestPath = os.Getenv("DOLPHIN_RELEASE_IMAGES")

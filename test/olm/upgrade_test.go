@@ -226,39 +226,42 @@ func createThroughV1alpha1(t *testing.T, k8s client.Client, ns, name, version st
 
 func waitReady(t *testing.T, k8s client.Client, ns, name string) {
 	t.Helper()
-	c := &mysqlv1beta1.MySQLCluster{}
-	took := ground.WaitFor(t, 3*time.Minute, ns+"/"+name+" to be Ready with its primary", func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
-			return err
-		}
-		if c.Status.ObservedGeneration != c.Generation || c.Status.CurrentPrimary == "" ||
-			!meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) ||
-			!meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy) {
-			return fmt.Errorf("phase %s, primary %q, conditions %v", c.Status.Phase, c.Status.CurrentPrimary, c.Status.Conditions)
-		}
-		return nil
+	c := waitCluster(t, k8s, ns, name, "Ready with its primary", func(c *mysqlv1beta1.MySQLCluster) bool {
+		return c.Status.CurrentPrimary != "" &&
+			meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) &&
+			meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy)
 	})
-	t.Logf("%s/%s Ready (primary %s) after %s", ns, name, c.Status.CurrentPrimary, took.Round(10*time.Millisecond))
+	t.Logf("%s/%s primary %s", ns, name, c.Status.CurrentPrimary)
 }
 
 // waitReadyUnmanaged waits for a cluster of a release that does not manage replication
 // (0.1.0) to be Ready as that release defines it: every pod ready, replication reported as
-// not managed, no primary.
+// not managed.
 func waitReadyUnmanaged(t *testing.T, k8s client.Client, ns, name string) {
 	t.Helper()
+	waitCluster(t, k8s, ns, name, "Ready (replication not managed)", func(c *mysqlv1beta1.MySQLCluster) bool {
+		h := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy)
+		return meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) &&
+			h != nil && h.Reason == mysqlv1beta1.ReasonTopologyNotManaged
+	})
+}
+
+// waitCluster waits up to 3 minutes for the cluster's status to be of its generation and
+// to meet ok, and returns the cluster.
+func waitCluster(t *testing.T, k8s client.Client, ns, name, what string, ok func(*mysqlv1beta1.MySQLCluster) bool) *mysqlv1beta1.MySQLCluster {
+	t.Helper()
 	c := &mysqlv1beta1.MySQLCluster{}
-	took := ground.WaitFor(t, 3*time.Minute, ns+"/"+name+" to be Ready (replication not managed)", func() error {
+	took := ground.WaitFor(t, 3*time.Minute, ns+"/"+name+" to be "+what, func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
 			return err
 		}
-		h := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy)
-		if c.Status.ObservedGeneration != c.Generation || !meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) ||
-			h == nil || h.Reason != mysqlv1beta1.ReasonTopologyNotManaged {
-			return fmt.Errorf("phase %s, conditions %v", c.Status.Phase, c.Status.Conditions)
+		if c.Status.ObservedGeneration != c.Generation || !ok(c) {
+			return fmt.Errorf("phase %s, primary %q, conditions %v", c.Status.Phase, c.Status.CurrentPrimary, c.Status.Conditions)
 		}
 		return nil
 	})
-	t.Logf("%s/%s Ready, replication not managed, after %s", ns, name, took.Round(10*time.Millisecond))
+	t.Logf("%s/%s %s after %s", ns, name, what, took.Round(10*time.Millisecond))
+	return c
 }
 
 // state is what an upgrade of the operator must leave alone.

@@ -25,10 +25,13 @@ const (
 // path as distroless sets it; :debug adds /busybox.
 const distrolessPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// basePasswd is /etc/passwd's root and nobody, which every base image has.
+const basePasswd = "root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+
 // BaseEntries are /etc/passwd and /etc/group (root, nobody and the given users, each with
 // a group of its own id, in the order given) and a world-writable /tmp.
 func BaseEntries(users ...User) []oci.Entry {
-	passwd := "root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+	passwd := basePasswd
 	group := "root:x:0:\nnobody:x:65534:\n"
 	for _, u := range users {
 		home := u.Home
@@ -65,21 +68,13 @@ func Nonroot() oci.Spec {
 
 // Debug is distroless's static:debug: root, a static busybox at /busybox with a link per
 // applet, /busybox on PATH and its shell as the entrypoint.
-func Debug(busybox, applets string) (oci.Spec, error) {
-	raw, err := os.ReadFile(applets)
+func Debug(b Busybox) (oci.Spec, error) {
+	entries, err := b.entries("busybox")
 	if err != nil {
-		return oci.Spec{}, fmt.Errorf("busybox applets: %w (run `make busybox`)", err)
-	}
-	entries := append(BaseEntries(), oci.Entry{Path: "busybox", Dir: true},
-		oci.Entry{Path: "busybox/busybox", File: busybox, Mode: 0o755})
-	for _, a := range strings.Fields(string(raw)) {
-		if a == "busybox" || strings.ContainsAny(a, "/[") {
-			continue
-		}
-		entries = append(entries, oci.Entry{Path: "busybox/" + a, Link: "busybox"})
+		return oci.Spec{}, err
 	}
 	return oci.Spec{
-		Entries: entries,
+		Entries: append(BaseEntries(), entries...),
 		Config:  v1.Config{Entrypoint: []string{"/busybox/sh"}, Env: []string{distrolessPath + ":/busybox"}},
 	}, nil
 }
@@ -90,6 +85,21 @@ type Busybox struct{ Binary, Applets string }
 // BusyboxIn is the provisioned busybox in the cache folder dir.
 func BusyboxIn(dir string) Busybox {
 	return Busybox{Binary: filepath.Join(dir, "busybox"), Applets: filepath.Join(dir, "APPLETS")}
+}
+
+// entries are the busybox binary in the image folder dir and a link to it per applet.
+func (b Busybox) entries(dir string) ([]oci.Entry, error) {
+	raw, err := os.ReadFile(b.Applets)
+	if err != nil {
+		return nil, fmt.Errorf("busybox applets: %w (run `make busybox`)", err)
+	}
+	entries := []oci.Entry{{Path: dir, Dir: true}, {Path: dir + "/busybox", File: b.Binary, Mode: 0o755}}
+	for _, a := range strings.Fields(string(raw)) {
+		if a != "busybox" && !strings.ContainsAny(a, "/[") {
+			entries = append(entries, oci.Entry{Path: dir + "/" + a, Link: "busybox"})
+		}
+	}
+	return entries, nil
 }
 
 // contextOf makes a build context under dir: each name (a path relative to the context)

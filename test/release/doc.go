@@ -8,8 +8,8 @@
 // image, with the builder stages' outputs given by the caller (the Go builds, opm's cache,
 // which the caller makes as those stages' RUN lines do). An instruction it cannot carry out
 // is an error, so the image and its Dockerfile cannot drift apart. opm's image and
-// operator-sdk's scorecard-test image are built the same way from the Dockerfiles in their
-// pinned modules; OLM's util image is laid out after its Dockerfile (UtilImage says what
+// operator-sdk's scorecard-test and scorecard-untar images are built the same way from the
+// Dockerfiles in their pinned modules; OLM's util image is laid out after its Dockerfile (UtilImage says what
 // it leaves out).
 //
 // Base images stand for what the built images use of them: distroless's static:nonroot

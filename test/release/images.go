@@ -18,14 +18,16 @@ import (
 // Where a release's images are published (the Makefile's IMAGE_TAG_BASE and the bundle's
 // scorecard configuration), and the operator-framework's.
 const (
-	OperatorRepo       = "quay.io/dolphin-operator/dolphin-operator"
+	// Host is the registry every release image is published on.
+	Host               = "quay.io"
+	OperatorRepo       = Host + "/dolphin-operator/dolphin-operator"
 	BundleRepo         = OperatorRepo + "-bundle"
 	CatalogRepo        = OperatorRepo + "-catalog"
-	ScorecardTestsRepo = "quay.io/dolphin-operator/dolphin-scorecard-tests"
-	OPMRepo            = "quay.io/operator-framework/opm"
-	OLMRepo            = "quay.io/operator-framework/olm"
-	ScorecardTestRepo  = "quay.io/operator-framework/scorecard-test"
-	ScorecardUntarRepo = "quay.io/operator-framework/scorecard-untar"
+	ScorecardTestsRepo = Host + "/dolphin-operator/dolphin-scorecard-tests"
+	OPMRepo            = Host + "/operator-framework/opm"
+	OLMRepo            = Host + "/operator-framework/olm"
+	ScorecardTestRepo  = Host + "/operator-framework/scorecard-test"
+	ScorecardUntarRepo = Host + "/operator-framework/scorecard-untar"
 )
 
 // Operator is the Dockerfile's image of a static manager binary (its builder stage's
@@ -128,7 +130,7 @@ type Upstream struct {
 // grpc_health_probe (which OLM's catalog pods' probes run) and nsswitch.conf on distroless
 // :debug, user 1001.
 func (u Upstream) OPMImage(work string) (oci.Spec, error) {
-	debug, err := Debug(u.Busybox.Binary, u.Busybox.Applets)
+	debug, err := Debug(u.Busybox)
 	if err != nil {
 		return oci.Spec{}, err
 	}
@@ -155,7 +157,7 @@ func (u Upstream) OPMImage(work string) (oci.Spec, error) {
 // (package-server); so the entrypoint, /bin/olm, names a file the image lacks, and the
 // unpack Jobs, which give their own commands, never run it.
 func (u Upstream) UtilImage() (oci.Spec, error) {
-	s, err := Debug(u.Busybox.Binary, u.Busybox.Applets)
+	s, err := Debug(u.Busybox)
 	if err != nil {
 		return oci.Spec{}, err
 	}
@@ -175,16 +177,11 @@ func (u Upstream) UtilImage() (oci.Spec, error) {
 func (u Upstream) ScorecardTestImage() (oci.Spec, error) {
 	const ubi = "registry.access.redhat.com/ubi9/ubi-minimal:9.7"
 	base := oci.Spec{Entries: BaseEntries(), Config: v1.Config{Env: []string{distrolessPath}}}
-	passwd := "root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" +
-		"scorecard-test:x:1001:0:scorecard-test user:/opt/scorecard-test:/sbin/nologin\n"
 	return buildFile(filepath.Join(u.SDKModule, "images", "scorecard-test", "Dockerfile"), Inputs{
 		Name:   ScorecardTestRepo + ":" + u.SDKVersion,
 		Bases:  map[string]oci.Spec{ubi: base},
 		Stages: map[string]map[string]string{"builder": {"/workspace/build/scorecard-test": u.ScorecardTest}},
-		Runs: map[string][]oci.Entry{
-			`echo "${USER_NAME}:x:${USER_UID}:0:${USER_NAME} user:${HOME}:/sbin/nologin" >> /etc/passwd`: {
-				{Path: "etc/passwd", Content: []byte(passwd)}},
-		},
+		Runs:   sdkUserRun("scorecard-test"),
 	})
 }
 
@@ -194,27 +191,26 @@ func (u Upstream) ScorecardTestImage() (oci.Spec, error) {
 // digest of the published image; runs here name it by the SDK's version (--untar-image).
 func (u Upstream) ScorecardUntarImage() (oci.Spec, error) {
 	const ubi = "registry.access.redhat.com/ubi9/ubi:9.7"
-	raw, err := os.ReadFile(u.Busybox.Applets)
+	busybox, err := u.Busybox.entries("usr/bin")
 	if err != nil {
-		return oci.Spec{}, fmt.Errorf("busybox applets: %w (run `make busybox`)", err)
+		return oci.Spec{}, err
 	}
-	base := oci.Spec{Entries: append(BaseEntries(), oci.Entry{Path: "usr/bin/busybox", File: u.Busybox.Binary, Mode: 0o755}),
-		Config: v1.Config{Env: []string{distrolessPath}}}
-	for _, a := range strings.Fields(string(raw)) {
-		if a != "busybox" && !strings.ContainsAny(a, "/[") {
-			base.Entries = append(base.Entries, oci.Entry{Path: "usr/bin/" + a, Link: "busybox"})
-		}
-	}
-	passwd := "root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" +
-		"scorecard-untar:x:1001:0:scorecard-untar user:/opt/scorecard-untar:/sbin/nologin\n"
+	base := oci.Spec{Entries: append(BaseEntries(), busybox...), Config: v1.Config{Env: []string{distrolessPath}}}
 	return buildFile(filepath.Join(u.SDKModule, "images", "scorecard-untar", "Dockerfile"), Inputs{
 		Name:  ScorecardUntarRepo + ":" + u.SDKVersion,
 		Bases: map[string]oci.Spec{ubi: base},
-		Runs: map[string][]oci.Entry{
-			`echo "${USER_NAME}:x:${USER_UID}:0:${USER_NAME} user:${HOME}:/sbin/nologin" >> /etc/passwd`: {
-				{Path: "etc/passwd", Content: []byte(passwd)}},
-		},
+		Runs:  sdkUserRun("scorecard-untar"),
 	})
+}
+
+// sdkUserRun is the effect of the RUN line with which operator-sdk's image Dockerfiles add
+// their user (uid 1001, group 0, home /opt/<user>, from their ENV) to /etc/passwd.
+func sdkUserRun(user string) map[string][]oci.Entry {
+	line := fmt.Sprintf("%s:x:1001:0:%s user:/opt/%s:/sbin/nologin\n", user, user, user)
+	return map[string][]oci.Entry{
+		`echo "${USER_NAME}:x:${USER_UID}:0:${USER_NAME} user:${HOME}:/sbin/nologin" >> /etc/passwd`: {
+			{Path: "etc/passwd", Content: []byte(basePasswd + line)}},
+	}
 }
 
 func buildFile(dockerfile string, in Inputs) (oci.Spec, error) {

@@ -58,7 +58,7 @@ func main() {
 	fs.StringVar(&o.stateDir, "state-dir", ".run/demo", "folder for the cluster's files; emptied at start")
 	fs.DurationVar(&o.waitReady, "wait-ready", 0, "how long to wait for each sample's Ready condition (0: do not wait)")
 	fs.BoolVar(&o.exit, "exit", false, "stop once the samples are Ready instead of waiting for Ctrl-C")
-	fs.StringVar(&o.releaseImages, "release-images", "", "release-images' manifest: serve those images to the nodes as quay.io's (`make release-images` writes it)")
+	fs.StringVar(&o.releaseImages, "release-images", "", "release-images' manifest: serve those images to the nodes as their registry's (quay.io) (`make release-images` writes it)")
 	_ = fs.Parse(os.Args[2:])
 	if err := localcluster.EnterNetNS(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -139,7 +139,7 @@ func start(ctx context.Context, mode string, o options, binDir, dir string) (*gr
 		if err != nil {
 			return nil, err
 		}
-		images, mirrors = m, []string{"quay.io"}
+		images, mirrors = m, []string{release.Host}
 	}
 	g, err := ground.Start(ctx, ground.Options{Nodes: o.nodes, Dir: dir, BinDir: binDir, Log: os.Stdout,
 		WithoutOperator: mode != "demo", Mirrors: mirrors})
