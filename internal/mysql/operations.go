@@ -211,9 +211,14 @@ func (i *instance) Fence(ctx context.Context, keep ...string) error {
 		if err := i.Exec(ctx, "SET GLOBAL rpl_semi_sync_source_enabled = OFF"); err != nil {
 			return err
 		}
-		if _, err := wait(time.Until(deadline(ctx))); err != nil {
+		if done, err = wait(time.Until(deadline(ctx))); err != nil {
 			return err
 		}
+	}
+	if !done {
+		// The timer and the context's end can fire together; either way the SET has not
+		// returned, and a fence that has not taken effect must not be reported as one.
+		return fmt.Errorf("%s: fencing: super_read_only not set by the deadline", i.cfg.Addr)
 	}
 	return i.KillConnections(ctx, keep...)
 }

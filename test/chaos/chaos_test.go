@@ -120,6 +120,8 @@ func TestChaos(t *testing.T) {
 	missing, err := r.lostWrites(ctx, c.Status.CurrentPrimary, acks)
 	require.NoError(t, err)
 	lost += len(missing)
+	t.Logf("%d samples; %d whose first pass alone saw two writable (reads straddling a role change, not counted)",
+		sr.Samples, sr.OneReadTwoWritable)
 	fmt.Printf("chaos rounds=%d faults=%d lost_writes=%d two_writable_samples=%d max_recovery_s=%.1f seed=%d\n",
 		len(rounds), len(rounds), lost, sr.TwoWritable, maxRecovery.Seconds(), seed)
 	require.Zero(t, lost, "acknowledged writes lost")
