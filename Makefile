@@ -127,7 +127,7 @@ test-tools: ## Build every tool make test needs, two at a time.
 # a provisioned mysqld; e2e needs the whole local cluster (and MySQL). A tier's helper fails,
 # never skips, when what it needs is missing: these targets build and provision it first.
 ENVTEST_PKGS := ./test/envtest/...
-MYSQL_PKGS   := ./test/mysqld/... ./test/sql/...
+MYSQL_PKGS   := ./test/mysqld/... ./test/sql/... ./test/backup/...
 E2E_PKGS     := ./test/localcluster/... ./test/e2e/... ./test/deploy/...
 UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/...
 
@@ -141,7 +141,7 @@ test-envtest: envtest-tools ## Integration tests against a real API server (envt
 	$(GOTEST) $(TEST_FLAGS) $(ENVTEST_PKGS)
 
 .PHONY: test-mysql
-test-mysql: mysql ## Tests against real mysqld instances.
+test-mysql: mysql versitygw ## Tests against real mysqld instances (and, for backups, a real S3 server).
 	$(GOTEST) $(TEST_FLAGS) $(MYSQL_PKGS)
 
 .PHONY: test-e2e

@@ -62,6 +62,40 @@ const (
 	ReasonTopologyFailed = "TopologyFailed"
 )
 
+// Reasons of a MySQLBackup's Complete and Failed conditions (and of the cluster's
+// BackupHealthy condition, which repeats its newest backup's).
+const (
+	// ReasonBackupCompleted: the data and its manifest are stored.
+	ReasonBackupCompleted = "BackupCompleted"
+	// ReasonClusterNotFound: the backup names a cluster that does not exist.
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonNoBackupTarget: neither the backup nor its cluster says where backups go.
+	ReasonNoBackupTarget = "NoBackupTarget"
+	// ReasonNoBackupSource: no instance of the cluster is fit to be read from.
+	ReasonNoBackupSource = "NoBackupSource"
+	// ReasonSourceUnreachable: the dump could not connect to its source, or lost it.
+	ReasonSourceUnreachable = "SourceUnreachable"
+	// ReasonSourceAccessDenied: the source refused the backup account.
+	ReasonSourceAccessDenied = "SourceAccessDenied"
+	// ReasonDumpFailed: mysqldump failed; the message has its words.
+	ReasonDumpFailed = "DumpFailed"
+	// ReasonDumpIncomplete: the dump ended without its completion trailer or GTID set.
+	ReasonDumpIncomplete = "DumpIncomplete"
+	// ReasonStorageUnreachable: the object store could not be reached in time.
+	ReasonStorageUnreachable = "StorageUnreachable"
+	// ReasonStorageAccessDenied: the object store refused the credentials.
+	ReasonStorageAccessDenied = "StorageAccessDenied"
+	// ReasonStorageBucketNotFound: the bucket does not exist.
+	ReasonStorageBucketNotFound = "StorageBucketNotFound"
+	// ReasonStorageFailed: the object store answered with another error.
+	ReasonStorageFailed = "StorageFailed"
+	// ReasonDeadlineExceeded: the run took longer than the backup's timeout.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonBackupPodFailed: the backup's pod ended without a report of its own (killed,
+	// evicted, out of memory, its node lost) or could not run the dump.
+	ReasonBackupPodFailed = "BackupPodFailed"
+)
+
 // ClusterPhase is a one-word summary of a MySQLCluster for humans and printer columns;
 // automation should read the conditions.
 // +kubebuilder:validation:Enum=Pending;Provisioning;Ready;Updating;Degraded;Failed;Paused;Deleting

@@ -12,7 +12,7 @@ type BackupMethod string
 const (
 	// BackupMethodLogical dumps SQL (consistent, portable, slower to restore).
 	BackupMethodLogical BackupMethod = "Logical"
-	// BackupMethodPhysical copies data files (reserved: not implemented yet).
+	// BackupMethodPhysical copies data files (not implemented yet: refused by validation).
 	BackupMethodPhysical BackupMethod = "Physical"
 )
 
@@ -31,6 +31,10 @@ type MySQLBackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Target"
 	Target *BackupTarget `json:"target,omitempty"`
+	// Timeout bounds the run: past it the backup is Failed (DeadlineExceeded). Default: 1h.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // MySQLBackupStatus reports the backup.
@@ -57,6 +61,31 @@ type MySQLBackupStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Location",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Location string `json:"location,omitempty"`
+	// SHA256 of the stored backup object, hex.
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+	// Method the backup was taken with.
+	// +optional
+	Method BackupMethod `json:"method,omitempty"`
+	// Source is the instance the backup was read from.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Source instance",xDescriptors={"urn:alm:descriptor:io.kubernetes:Pod"}
+	Source string `json:"source,omitempty"`
+	// GTIDSet is what the backup holds: the source's gtid_executed at the backup point.
+	// +optional
+	GTIDSet string `json:"gtidSet,omitempty"`
+	// BinlogFile and BinlogPosition are the source's binary log coordinates at the backup
+	// point.
+	// +optional
+	BinlogFile string `json:"binlogFile,omitempty"`
+	// +optional
+	BinlogPosition int64 `json:"binlogPosition,omitempty"`
+	// MySQLVersion of the source.
+	// +optional
+	MySQLVersion string `json:"mysqlVersion,omitempty"`
+	// Job runs the backup.
+	// +optional
+	Job string `json:"job,omitempty"`
 	// Conditions: Complete, Failed.
 	// +optional
 	// +listType=map
@@ -73,6 +102,7 @@ type MySQLBackupStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Method",type=string,JSONPath=`.spec.method`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.source`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`
 // +kubebuilder:printcolumn:name="Completed",type=date,JSONPath=`.status.completedAt`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -256,8 +256,16 @@ type S3Target struct {
 	// Region of the bucket.
 	// +optional
 	Region string `json:"region,omitempty"`
+	// ForcePathStyle addresses the bucket in the URL's path (endpoint/bucket/key) rather
+	// than as a host name, as most S3-compatible servers want.
+	// +optional
+	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
 	// CredentialsSecret names a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
 	CredentialsSecret corev1.LocalObjectReference `json:"credentialsSecret"`
+	// CASecret is a Secret key holding the PEM certificates the endpoint's certificate is
+	// checked against, instead of the system's.
+	// +optional
+	CASecret *corev1.SecretKeySelector `json:"caSecret,omitempty"`
 }
 
 // MonitoringSpec adds metrics.

@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -237,6 +238,14 @@ func validateBackupTarget(t *BackupTarget, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Required(p.Child("s3", "credentialsSecret", "name"),
 				"a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"))
 		}
+		if e := t.S3.Endpoint; e != "" {
+			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, field.Invalid(p.Child("s3", "endpoint"), e, "must be an http:// or https:// URL with a host"))
+			}
+		}
+		if ca := t.S3.CASecret; ca != nil && (ca.Name == "" || ca.Key == "") {
+			errs = append(errs, field.Required(p.Child("s3", "caSecret"), "the name and key of a Secret holding PEM certificates"))
+		}
 	}
 	return errs
 }
@@ -250,6 +259,9 @@ func (b *MySQLBackup) Validate() field.ErrorList {
 	if b.Spec.Method == BackupMethodPhysical {
 		errs = append(errs, field.NotSupported(specPath.Child("method"), b.Spec.Method,
 			[]string{string(BackupMethodLogical)}))
+	}
+	if d := b.Spec.Timeout; d != nil && d.Duration <= 0 {
+		errs = append(errs, field.Invalid(specPath.Child("timeout"), d.String(), "must be positive"))
 	}
 	return append(errs, validateBackupTarget(b.Spec.Target, specPath.Child("target"))...)
 }

@@ -144,6 +144,9 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 }
 
 func main() {
+	if ok, code := runTool(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	o, zapOpts, err := parseOptions(os.Args[1:])
 	if err != nil {
 		// The flag package has printed its own errors with the usage; ours it has not.
@@ -198,6 +201,15 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		MaxConcurrentReconciles: o.maxConcurrent,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("the MySQLCluster controller: %w", err)
+	}
+	if err := (&controllers.MySQLBackupReconciler{
+		Client:        mgr.GetClient(),
+		Scheme:        mgr.GetScheme(),
+		Recorder:      mgr.GetEventRecorder("dolphin-operator"),
+		Images:        resources.ImagesFromEnv(os.Getenv),
+		OperatorImage: operatorImage(mgr.GetAPIReader()),
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("the MySQLBackup controller: %w", err)
 	}
 	if o.enableWebhooks {
 		if err := setupWebhooks(mgr); err != nil {

@@ -16,6 +16,8 @@ const (
 	// LabelRole is "primary" or "replica" on an instance's pod; the topology manager sets
 	// it, and the primary and replicas Services select on it.
 	LabelRole = "mysql.dolphin-operator.io/role"
+	// LabelBackup names the MySQLBackup a backup Job and its pod run.
+	LabelBackup = "mysql.dolphin-operator.io/backup"
 
 	// AnnotationConfigHash on the pod template changes when the effective my.cnf changes,
 	// which is what rolls the StatefulSet.

@@ -37,7 +37,7 @@ func (a Addresses) Host(c *mysqlv1beta1.MySQLCluster, pod *corev1.Pod) string {
 	if a == AddressPodIP {
 		return pod.Status.PodIP
 	}
-	return pod.Name + "." + resources.HeadlessServiceName(c) + "." + c.Namespace + ".svc"
+	return resources.InstanceHost(c, pod.Name)
 }
 
 // config says how the operator reaches one instance as its own account.

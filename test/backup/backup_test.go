@@ -1,0 +1,303 @@
+package backup_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/backup"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/objectstore"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/mysqld"
+)
+
+const backupPassword = "backup-password"
+
+// s3Server is versitygw on a free port of 127.0.0.1 with its own folder.
+type s3Server struct {
+	t         *testing.T
+	addr, dir string
+	cmd       *exec.Cmd
+	out       bytes.Buffer
+	endpoint  string
+}
+
+// s3 starts an S3 server; the test's end stops it.
+func s3(t *testing.T) *s3Server {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &s3Server{t: t, addr: l.Addr().String(), dir: t.TempDir()}
+	l.Close()
+	s.endpoint = "http://" + s.addr
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *s3Server) start() {
+	t := s.t
+	bin := filepath.Join(os.Getenv("DOLPHIN_BIN_DIR"), "versitygw")
+	_, err := os.Stat(bin)
+	require.NoError(t, err, "the S3 server (make versitygw)")
+	s.cmd = exec.Command(bin, "--port", s.addr, "posix", s.dir)
+	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID=test", "ROOT_SECRET_ACCESS_KEY=test-secret")
+	s.out.Reset()
+	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+	require.NoError(t, s.cmd.Start())
+	require.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", s.addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond, "versitygw listens: %s", &s.out)
+}
+
+// stop kills the server: a store that goes away mid-request.
+func (s *s3Server) stop() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+func store(t *testing.T, endpoint, secret string) *objectstore.Store {
+	st, err := objectstore.New(objectstore.Config{Endpoint: endpoint, Bucket: "backups", PathStyle: true,
+		AccessKeyID: "test", SecretAccessKey: secret})
+	require.NoError(t, err)
+	return st
+}
+
+// source is a server with the operator's accounts (AccountsSQL, as an instance's init
+// container runs it) and a schema of known rows.
+func source(t *testing.T, ctx context.Context, s *mysqld.Instance, rows int) *sql.DB {
+	in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: "root", Password: mysqld.RootPassword})
+	require.NoError(t, err)
+	defer in.Close()
+	accounts := os.Expand(resources.AccountsSQL, func(string) string { return backupPassword })
+	var stmts []string
+	for st := range strings.SplitSeq(accounts, ";\n") {
+		if st = strings.TrimSpace(st); st != "" {
+			stmts = append(stmts, st)
+		}
+	}
+	require.NoError(t, in.ExecUnlogged(ctx, stmts...))
+	db, err := s.DB()
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	for _, q := range []string{"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, item VARCHAR(64), note BLOB)",
+		"CREATE TABLE shop.empty (id INT PRIMARY KEY)"} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	for i := 1; i <= rows; i++ {
+		_, err := db.ExecContext(ctx, "INSERT INTO shop.orders VALUES (?, ?, ?)", i, fmt.Sprintf("item-%d", i), []byte{0, byte(i), 0xff})
+		require.NoError(t, err)
+	}
+	return db
+}
+
+func logical(s *mysqld.Instance, st backup.Store, in *mysqld.Install, tmp string) backup.Logical {
+	return backup.Logical{Mysqldump: in.ClientPath("mysqldump"), Tmp: tmp, Store: st, Cluster: "db", Name: "b1",
+		Key: "ns/db/base/b1/dump.sql.zst", Source: backup.Source{Instance: "db-0", Host: "127.0.0.1", Port: s.Port(),
+			User: resources.BackupUser, Password: backupPassword}}
+}
+
+func gtidExecuted(t *testing.T, ctx context.Context, db *sql.DB) string {
+	var g string
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&g))
+	return strings.ReplaceAll(g, "\n", "")
+}
+
+// tables is every shop table's row count and CHECKSUM TABLE.
+func tables(t *testing.T, ctx context.Context, db *sql.DB) map[string]string {
+	out := map[string]string{}
+	for _, tbl := range []string{"orders", "empty"} {
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx, "SELECT COUNT(*) FROM shop."+tbl).Scan(&n))
+		var name string
+		var sum sql.NullInt64
+		require.NoError(t, db.QueryRowContext(ctx, "CHECKSUM TABLE shop."+tbl).Scan(&name, &sum))
+		out[tbl] = fmt.Sprintf("%d rows, checksum %d", n, sum.Int64)
+	}
+	return out
+}
+
+func reason(err error) string {
+	var f *backup.Failure
+	if errors.As(err, &f) {
+		return f.Reason
+	}
+	return ""
+}
+
+func TestALogicalBackupToS3RestoresTheSameRows(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	servers := mysqld.StartN(t, 2)
+	db := source(t, ctx, servers[0], 500)
+	st := store(t, s3(t).endpoint, "test-secret")
+	require.NoError(t, st.CreateBucket(ctx))
+
+	m, err := logical(servers[0], st, in, t.TempDir()).Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, gtidExecuted(t, ctx, db), m.GTIDSet, "the backup's GTID set is the source's")
+	require.True(t, strings.HasPrefix(m.MySQLVersion, in.ServerVersion()), "%s vs %s", m.MySQLVersion, in.ServerVersion())
+	require.NotEmpty(t, m.BinlogFile)
+	require.Equal(t, "s3://backups/ns/db/base/b1/dump.sql.zst", m.Location)
+
+	// What is stored is what the manifest says.
+	r, err := st.Get(ctx, m.Key)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(r)
+	r.Close()
+	require.NoError(t, err)
+	sum := sha256.Sum256(raw)
+	require.Equal(t, hex.EncodeToString(sum[:]), m.SHA256)
+	require.EqualValues(t, len(raw), m.Size)
+	listed, err := st.List(ctx, "ns/db/base/b1/")
+	require.NoError(t, err)
+	require.Len(t, listed, 2, "the dump and its manifest: %v", listed)
+
+	// Restored into an empty server, it holds the same rows and GTID set.
+	dec, err := zstd.NewReader(bytes.NewReader(raw))
+	require.NoError(t, err)
+	defer dec.Close()
+	restore := exec.CommandContext(ctx, in.ClientPath("mysql"), "--no-defaults", "-h127.0.0.1",
+		fmt.Sprintf("-P%d", servers[1].Port()), "-uroot", "-p"+mysqld.RootPassword)
+	restore.Stdin = dec
+	out, err := restore.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	target, err := servers[1].DB()
+	require.NoError(t, err)
+	defer target.Close()
+	require.Equal(t, tables(t, ctx, db), tables(t, ctx, target))
+	require.Equal(t, m.GTIDSet, gtidExecuted(t, ctx, target))
+}
+
+func TestLogicalBackupFailuresSayWhyAndStoreNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	servers := mysqld.StartN(t, 1)
+	source(t, ctx, servers[0], 10)
+	srv := s3(t)
+	endpoint := srv.endpoint
+	good := store(t, endpoint, "test-secret")
+	require.NoError(t, good.CreateBucket(ctx))
+	empty := func(what string) {
+		listed, err := good.List(ctx, "ns/")
+		require.NoError(t, err)
+		require.Empty(t, listed, "%s: nothing stored", what)
+	}
+
+	_, err = logical(servers[0], store(t, endpoint, "wrong"), in, t.TempDir()).Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonStorageAccessDenied, reason(err), "wrong credentials: %v", err)
+	empty("wrong credentials")
+
+	nobucket, err := objectstore.New(objectstore.Config{Endpoint: endpoint, Bucket: "missing", PathStyle: true,
+		AccessKeyID: "test", SecretAccessKey: "test-secret"})
+	require.NoError(t, err)
+	_, err = logical(servers[0], nobucket, in, t.TempDir()).Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonStorageBucketNotFound, reason(err), "no bucket: %v", err)
+
+	l := logical(servers[0], good, in, t.TempDir())
+	l.Source.Password = "wrong"
+	_, err = l.Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonSourceAccessDenied, reason(err), "wrong MySQL password: %v", err)
+	empty("wrong MySQL password")
+
+	l = logical(servers[0], good, in, t.TempDir())
+	l.Source.Port = 1
+	_, err = l.Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonSourceUnreachable, reason(err), "no MySQL: %v", err)
+	empty("no MySQL")
+
+	srv.stop()
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	defer scancel()
+	_, err = logical(servers[0], good, in, t.TempDir()).Run(sctx)
+	require.Equal(t, mysqlv1beta1.ReasonStorageUnreachable, reason(err), "S3 down: %v", err)
+}
+
+// cutter kills the S3 server once the upload has read more than after bytes.
+type cutter struct {
+	backup.Store
+	after int64
+	cut   func()
+}
+
+func (c cutter) Put(ctx context.Context, key string, r io.Reader) (objectstore.Object, error) {
+	return c.Store.Put(ctx, key, &cutReader{r: r, left: c.after, cut: c.cut})
+}
+
+type cutReader struct {
+	r    io.Reader
+	left int64
+	cut  func()
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.left -= int64(n); c.left < 0 && c.cut != nil {
+		c.cut()
+		c.cut = nil
+	}
+	return n, err
+}
+
+// An upload cut short (the S3 server killed between two parts of a multipart upload)
+// fails the backup, and once the server is back no object is there.
+func TestABackupWhoseUploadIsCutShortFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	servers := mysqld.StartN(t, 1)
+	db := source(t, ctx, servers[0], 0)
+	// 40 MiB of noise: dumped as hex, compressed to about as much, three parts.
+	_, err = db.ExecContext(ctx, "CREATE TABLE shop.noise (id INT PRIMARY KEY, b LONGBLOB)")
+	require.NoError(t, err)
+	noise := make([]byte, 1<<20)
+	for i := range 40 {
+		_, _ = rand.Read(noise)
+		_, err = db.ExecContext(ctx, "INSERT INTO shop.noise VALUES (?, ?)", i, noise)
+		require.NoError(t, err)
+	}
+	srv := s3(t)
+	st := store(t, srv.endpoint, "test-secret")
+	require.NoError(t, st.CreateBucket(ctx))
+	l := logical(servers[0], cutter{Store: st, after: objectstore.PartSize + objectstore.PartSize/2, cut: srv.stop}, in, t.TempDir())
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	_, err = l.Run(sctx)
+	require.Equal(t, mysqlv1beta1.ReasonStorageUnreachable, reason(err), "S3 gone mid-upload: %v", err)
+	require.Contains(t, err.Error(), "part 2", "the first part was stored, the second not")
+	srv.start()
+	listed, err := st.List(ctx, "ns/")
+	require.NoError(t, err)
+	require.Empty(t, listed, "no object from the cut upload")
+}
