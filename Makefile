@@ -145,7 +145,7 @@ test-mysql: mysql versitygw ## Tests against real mysqld instances (and, for bac
 	$(GOTEST) $(TEST_FLAGS) $(MYSQL_PKGS)
 
 .PHONY: test-e2e
-test-e2e: build cluster-tools mysql images kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
+test-e2e: build cluster-tools mysql versitygw images kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
 	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 
 # The chaos suite prints its summary line (`chaos rounds=… lost_writes=… seed=…`) at the end;

@@ -29,7 +29,8 @@ import (
 // Invariants: a backup's phase only moves forwards (Pending → Running → Completed |
 // Failed); every run reaches Completed or Failed, within its timeout (the Job's deadline)
 // or at once when it cannot start; a backup is Completed only with the manifest its pod
-// reported, so with a size, a SHA-256 and a GTID set.
+// reported, so with a size, a SHA-256 and a GTID set; a backup completed in S3 carries
+// BackupDataFinalizer before its status says Completed, so its data goes with it.
 type MySQLBackupReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
@@ -55,13 +56,22 @@ func (r *MySQLBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if done(b) || !b.DeletionTimestamp.IsZero() {
+	if !b.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.deleteData(ctx, b)
+	}
+	if done(b) {
 		return ctrl.Result{}, nil
 	}
 	observed := b.DeepCopy()
 	out, err := r.step(ctx, b)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if holdsData(out.status) {
+		if err := r.keepData(ctx, b); err != nil {
+			return ctrl.Result{}, err
+		}
+		observed = b.DeepCopy()
 	}
 	b.Status = out.status
 	b.Status.ObservedGeneration = b.Generation
@@ -123,6 +133,11 @@ func (r *MySQLBackupReconciler) start(ctx context.Context, b *mysqlv1beta1.MySQL
 		return outcome{status: failed(st, now, mysqlv1beta1.ReasonNoBackupTarget,
 			"neither spec.target nor the cluster's spec.backup.target says where the backup goes")}, nil
 	}
+	if t := b.Spec.Target; t != nil && t.PVC != nil && t.PVC.ClaimName == "" {
+		// Only the cluster's own backup volume is made by the operator.
+		return outcome{status: failed(st, now, mysqlv1beta1.ReasonNoBackupTarget,
+			"spec.target.pvc must name an existing claim (claimName)")}, nil
+	}
 	if r.OperatorImage == "" {
 		return outcome{status: failed(st, now, mysqlv1beta1.ReasonBackupPodFailed,
 			"the operator does not know its own image, which backup pods run (set DOLPHIN_OPERATOR_IMAGE)")}, nil
@@ -146,7 +161,7 @@ func (r *MySQLBackupReconciler) start(ctx context.Context, b *mysqlv1beta1.MySQL
 	}
 	st.Phase = mysqlv1beta1.BackupPhaseRunning
 	st.Method = mysqlv1beta1.BackupMethodLogical
-	st.Source, st.Job, st.StartedAt = source, job.Name, &metav1.Time{Time: now}
+	st.Source, st.Job, st.StartedAt, st.Target = source, job.Name, &metav1.Time{Time: now}, target.DeepCopy()
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: mysqlv1beta1.BackupConditionComplete,
 		Status: metav1.ConditionFalse, Reason: mysqlv1beta1.ReasonBackupRunning,
 		Message: fmt.Sprintf("Job %s reads %s", job.Name, source), ObservedGeneration: b.Generation})

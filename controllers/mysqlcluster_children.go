@@ -75,11 +75,7 @@ func (r *MySQLClusterReconciler) reconcileTLS(ctx context.Context, st *state) er
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
-	res, err := resources.TLSSecrets(c, ca, server, now, nil)
+	res, err := resources.TLSSecrets(c, ca, server, r.now(), nil)
 	if err != nil {
 		return fmt.Errorf("while issuing certificates: %w", err)
 	}
@@ -190,20 +186,84 @@ func (r *MySQLClusterReconciler) reconcilePDB(ctx context.Context, st *state) er
 		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.PodDisruptionBudgetName(c)}})
 }
 
-// reconcileBackup makes the backup volume and CronJob while a schedule is set.
+// reconcileBackup keeps the backup volume, creates the scheduled backups that are due,
+// and deletes the backups retention expires. The CronJob earlier releases ran scheduled
+// backups with is deleted: they are MySQLBackups now.
 func (r *MySQLClusterReconciler) reconcileBackup(ctx context.Context, st *state) error {
 	c := st.cluster
-	meta := metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.BackupCronJobName(c)}
-	if err := r.applyOrDelete(ctx, st, present(resources.BackupCronJob(c, r.Images)), &batchv1.CronJob{ObjectMeta: meta}); err != nil {
+	legacy := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.BackupClaimName(c)}}
+	if err := r.applyOrDelete(ctx, st, nil, legacy); err != nil {
 		return err
 	}
 	// A backup volume holds backups: it outlives a removed schedule and goes only with
 	// the cluster (deletion policy Delete).
-	claim := resources.BackupClaim(c)
-	if claim == nil {
+	if claim := resources.BackupClaim(c); claim != nil {
+		if err := r.applyOrDelete(ctx, st, claim, nil); err != nil {
+			return err
+		}
+	}
+	list := &mysqlv1beta1.MySQLBackupList{}
+	if err := r.List(ctx, list, client.InNamespace(c.Namespace)); err != nil {
+		return fmt.Errorf("while listing backups: %w", err)
+	}
+	for _, b := range list.Items {
+		if b.Spec.Cluster == c.Name && b.DeletionTimestamp.IsZero() {
+			st.backups = append(st.backups, b)
+		}
+	}
+	if c.Spec.Backup == nil {
 		return nil
 	}
-	return r.applyOrDelete(ctx, st, claim, nil)
+	if err := r.schedule(ctx, st); err != nil {
+		return err
+	}
+	for _, name := range expired(st.backups, c.Spec.Backup.Retention, r.now()) {
+		b := &mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
+		if err := r.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("while deleting expired backup %s: %w", name, err)
+		}
+		st.changed = append(st.changed, "deleted expired MySQLBackup "+name)
+	}
+	return nil
+}
+
+// schedule creates the scheduled backup that is due, if any, and notes when the next is.
+func (r *MySQLClusterReconciler) schedule(ctx context.Context, st *state) error {
+	c := st.cluster
+	if c.Spec.Backup.Suspend {
+		return nil
+	}
+	sched, err := mysqlv1beta1.ParseSchedule(c.Spec.Backup.Schedule)
+	if err != nil {
+		return fmt.Errorf("spec.backup.schedule: %w", err) // validation refuses it first
+	}
+	// Due times are in UTC.
+	in := scheduleInput{now: r.now().UTC(), schedule: sched, since: c.CreationTimestamp.UTC()}
+	for _, b := range st.backups {
+		due, ok := scheduledAt(&b)
+		if !ok {
+			continue
+		}
+		if due.After(in.since) {
+			in.since = due
+		}
+		if !done(&b) {
+			in.running = true
+		}
+	}
+	d := decideSchedule(in)
+	st.nextBackup = d.next
+	if d.due.IsZero() {
+		return nil
+	}
+	b := resources.ScheduledBackup(c, d.due)
+	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("while creating scheduled backup %s: %w", b.Name, err)
+	}
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, mysqlv1beta1.ReasonBackupPending, "Backup", "scheduled backup %s created", b.Name)
+	st.backups = append(st.backups, *b)
+	st.changed = append(st.changed, "created MySQLBackup "+b.Name)
+	return nil
 }
 
 // reconcileMonitoring makes the ServiceMonitor and PrometheusRule when the Prometheus
@@ -261,4 +321,21 @@ func kindName(o client.Object) string {
 		kind = reflect.TypeOf(o).Elem().Name()
 	}
 	return kind + " " + o.GetName()
+}
+
+func (r *MySQLClusterReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// scheduledAt is the due time a scheduled backup was created for.
+func scheduledAt(b *mysqlv1beta1.MySQLBackup) (time.Time, bool) {
+	v, ok := b.Annotations[resources.AnnotationScheduledAt]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	return t, err == nil
 }

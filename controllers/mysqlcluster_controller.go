@@ -7,7 +7,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,7 +57,8 @@ type MySQLClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlbackups,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -107,6 +107,10 @@ type state struct {
 	changed     []string
 	invalid     error
 	renewAt     time.Time
+	// backups are the cluster's MySQLBackups (not being deleted); nextBackup is when
+	// the schedule is due next (zero: no schedule).
+	backups    []mysqlv1beta1.MySQLBackup
+	nextBackup time.Time
 }
 
 // step is one stage of a pass.
@@ -149,12 +153,18 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 	return r.requeue(st), nil
 }
 
-// requeue asks for the next pass when something is due: a certificate renewal. The
-// topology manager's reports arrive through its Changes channel instead.
+// requeue asks for the next pass when something is due: a certificate renewal, a
+// scheduled backup. The topology manager's reports arrive through its Changes channel
+// instead, and backups' progress through the watch on MySQLBackups.
 func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	var after time.Duration
-	if !st.renewAt.IsZero() {
-		after = max(time.Until(st.renewAt), time.Second)
+	for _, at := range []time.Time{st.renewAt, st.nextBackup} {
+		if at.IsZero() {
+			continue
+		}
+		if d := max(time.Until(at), time.Second); after == 0 || d < after {
+			after = d
+		}
 	}
 	return ctrl.Result{RequeueAfter: after}
 }
@@ -197,7 +207,7 @@ func (r *MySQLClusterReconciler) orphanRetained(ctx context.Context, c *mysqlv1b
 		&corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}, &corev1.PersistentVolumeClaim{},
 	}
 	names := []string{resources.CredentialsSecretName(c), resources.CASecretName(c), resources.TLSSecretName(c),
-		resources.BackupCronJobName(c)}
+		resources.BackupClaimName(c)}
 	for k, obj := range keep {
 		if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names[k]}, obj); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -253,7 +263,17 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&batchv1.CronJob{}).
+		Watches(&mysqlv1beta1.MySQLBackup{}, handler.EnqueueRequestsFromMapFunc(backupCluster)).
 		Named("mysqlcluster").
 		Complete(r)
+}
+
+// backupCluster maps a MySQLBackup to the cluster it backs up: the cluster's status
+// reports its backups.
+func backupCluster(_ context.Context, o client.Object) []reconcile.Request {
+	b, ok := o.(*mysqlv1beta1.MySQLBackup)
+	if !ok || b.Spec.Cluster == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Cluster}}}
 }

@@ -6,12 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,11 +29,7 @@ func validate(c *mysqlv1beta1.MySQLCluster) error {
 // writeStatus computes the status from what this pass observed and writes it only when
 // it differs from the stored one. This reconciler is the only writer of the conditions.
 func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error) error {
-	cron, err := r.backupCronJob(ctx, st.cluster)
-	if err != nil {
-		return err
-	}
-	status := computeStatus(observed, st, cron, stepErr)
+	status := computeStatus(observed, st, stepErr)
 	if equality.Semantic.DeepEqual(observed.Status, status) {
 		return nil
 	}
@@ -51,20 +44,6 @@ func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, observed *mysq
 		r.Recorder.Eventf(observed, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)
 	}
 	return nil
-}
-
-func (r *MySQLClusterReconciler) backupCronJob(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*batchv1.CronJob, error) {
-	if c.Spec.Backup == nil {
-		return nil, nil
-	}
-	cj := &batchv1.CronJob{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.BackupCronJobName(c)}, cj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("while reading the backup CronJob: %w", err)
-	}
-	return cj, nil
 }
 
 // rollout summarises the StatefulSet against the desired instance count.
@@ -89,7 +68,7 @@ func observeRollout(sts *appsv1.StatefulSet, desired int32) rollout {
 }
 
 // computeStatus is the whole status, as a pure function of what the pass saw.
-func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, cj *batchv1.CronJob, stepErr error) mysqlv1beta1.MySQLClusterStatus {
+func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error) mysqlv1beta1.MySQLClusterStatus {
 	c := st.cluster
 	old := observed.Status
 	ro := observeRollout(st.statefulSet, *c.Spec.Instances)
@@ -104,7 +83,7 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, cj *batchv1.C
 			Primary:  fmt.Sprintf("%s.%s.svc:%d", resources.PrimaryServiceName(c), c.Namespace, resources.MySQLPort),
 			Replicas: fmt.Sprintf("%s.%s.svc:%d", resources.ReplicasServiceName(c), c.Namespace, resources.MySQLPort),
 		},
-		Backup: backupStatus(c, cj),
+		Backup: backupStatus(c, st),
 	}
 	if ro.rolledOut {
 		s.Version = c.Spec.MySQL.Version
@@ -139,8 +118,43 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, cj *batchv1.C
 	} else {
 		set(mysqlv1beta1.ConditionReplicationHealthy, metav1.ConditionUnknown, mysqlv1beta1.ReasonTopologyNotManaged, st.topology.Message)
 	}
+	setLastBackup(&s.Conditions, st.backups, observed.Generation)
 	s.Phase = phase(c, old.Phase, st, ready, degraded)
 	return s
+}
+
+// setLastBackup sets LastBackupSucceeded from the cluster's newest ended backup: True
+// when it completed, False with its reason when it failed; without an ended backup the
+// condition is absent.
+func setLastBackup(conds *[]metav1.Condition, backups []mysqlv1beta1.MySQLBackup, gen int64) {
+	last := newestEnded(backups, "")
+	if last == nil {
+		meta.RemoveStatusCondition(conds, mysqlv1beta1.ConditionLastBackupSucceeded)
+		return
+	}
+	c := metav1.Condition{Type: mysqlv1beta1.ConditionLastBackupSucceeded, Status: metav1.ConditionTrue,
+		Reason: mysqlv1beta1.ReasonBackupCompleted, ObservedGeneration: gen,
+		Message: fmt.Sprintf("%s completed at %s", last.Name, last.Status.CompletedAt.UTC().Format(time.RFC3339))}
+	if last.Status.Phase == mysqlv1beta1.BackupPhaseFailed {
+		f := failedCondition(last)
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, f.Reason, last.Name+": "+f.Message
+	}
+	meta.SetStatusCondition(conds, c)
+}
+
+// newestEnded is the backup that ended last, in phase (any end when ""), or nil.
+func newestEnded(backups []mysqlv1beta1.MySQLBackup, phase mysqlv1beta1.BackupPhase) *mysqlv1beta1.MySQLBackup {
+	var last *mysqlv1beta1.MySQLBackup
+	for i := range backups {
+		b := &backups[i]
+		if !done(b) || b.Status.CompletedAt == nil || (phase != "" && b.Status.Phase != phase) {
+			continue
+		}
+		if last == nil || b.Status.CompletedAt.After(last.Status.CompletedAt.Time) {
+			last = b
+		}
+	}
+	return last
 }
 
 func setProgressing(set func(string, metav1.ConditionStatus, string, string), st *state, ro rollout) {
@@ -192,22 +206,18 @@ func phase(c *mysqlv1beta1.MySQLCluster, old mysqlv1beta1.ClusterPhase, st *stat
 	}
 }
 
-// backupStatus reports the scheduled backups from their CronJob.
-func backupStatus(c *mysqlv1beta1.MySQLCluster, cj *batchv1.CronJob) mysqlv1beta1.BackupStatus {
-	if cj == nil || c.Spec.Backup == nil {
-		return mysqlv1beta1.BackupStatus{}
+// backupStatus reports the cluster's backups: when the newest completed and the newest
+// failed ended, and when the schedule is due next.
+func backupStatus(c *mysqlv1beta1.MySQLCluster, st *state) mysqlv1beta1.BackupStatus {
+	var bs mysqlv1beta1.BackupStatus
+	if b := newestEnded(st.backups, mysqlv1beta1.BackupPhaseCompleted); b != nil {
+		bs.LastSuccessful = b.Status.CompletedAt.DeepCopy()
 	}
-	bs := mysqlv1beta1.BackupStatus{LastSuccessful: cj.Status.LastSuccessfulTime.DeepCopy()}
-	if c.Spec.Backup.Suspend {
-		return bs
+	if b := newestEnded(st.backups, mysqlv1beta1.BackupPhaseFailed); b != nil {
+		bs.LastFailure = b.Status.CompletedAt.DeepCopy()
 	}
-	if sched, err := cron.ParseStandard(c.Spec.Backup.Schedule); err == nil {
-		from := cj.CreationTimestamp.Time
-		if cj.Status.LastScheduleTime != nil {
-			from = cj.Status.LastScheduleTime.Time
-		}
-		next := metav1.NewTime(sched.Next(from).UTC().Truncate(time.Second))
-		bs.NextScheduled = &next
+	if c.Spec.Backup != nil && !c.Spec.Backup.Suspend && !st.nextBackup.IsZero() {
+		bs.NextScheduled = &metav1.Time{Time: st.nextBackup}
 	}
 	return bs
 }

@@ -90,7 +90,7 @@ func TestComputeStatus(t *testing.T) {
 			c.Spec.Paused = tc.paused
 			c.Status.Phase = tc.oldPhase
 			st := &state{cluster: c, statefulSet: tc.sts, topology: tc.topology, changed: tc.changed, invalid: tc.invalid}
-			s := computeStatus(c, st, nil, tc.stepErr)
+			s := computeStatus(c, st, tc.stepErr)
 			if s.Phase != tc.phase {
 				t.Errorf("phase %s, want %s", s.Phase, tc.phase)
 			}
@@ -118,9 +118,9 @@ func TestComputeStatus(t *testing.T) {
 func TestComputeStatusIsStableAcrossPasses(t *testing.T) {
 	c := testCluster()
 	st := &state{cluster: c, statefulSet: sts(3, 3, 3, true)}
-	first := computeStatus(c, st, nil, nil)
+	first := computeStatus(c, st, nil)
 	c.Status = first
-	second := computeStatus(c, st, nil, nil)
+	second := computeStatus(c, st, nil)
 	for k := range first.Conditions {
 		if !first.Conditions[k].LastTransitionTime.Equal(&second.Conditions[k].LastTransitionTime) {
 			t.Errorf("condition %s moved its transition time without a transition", first.Conditions[k].Type)

@@ -72,7 +72,7 @@ type MySQLClusterStatus struct {
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.primary`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Cluster (v1alpha1)",resources={{StatefulSet,v1,""},{Service,v1,""},{Secret,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Cluster (v1alpha1)",resources={{StatefulSet,v1,""},{Service,v1,""},{Secret,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{MySQLBackup,v1beta1,""}}
 type MySQLCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -114,7 +114,7 @@ type MySQLBackupStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Backup (v1alpha1)",resources={{Job,v1,""},{PersistentVolumeClaim,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Backup (v1alpha1)",resources={{Job,v1,""}}
 type MySQLBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

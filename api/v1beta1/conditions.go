@@ -14,8 +14,9 @@ const (
 	// ConditionReplicationHealthy: every replica replicates from the primary with both
 	// threads running.
 	ConditionReplicationHealthy = "ReplicationHealthy"
-	// ConditionBackupHealthy: the last scheduled backup succeeded.
-	ConditionBackupHealthy = "BackupHealthy"
+	// ConditionLastBackupSucceeded: the cluster's newest ended backup completed (absent
+	// until one has ended).
+	ConditionLastBackupSucceeded = "LastBackupSucceeded"
 )
 
 // Condition reasons (CamelCase, as metav1.Condition requires).
@@ -63,7 +64,7 @@ const (
 )
 
 // Reasons of a MySQLBackup's Complete and Failed conditions (and of the cluster's
-// BackupHealthy condition, which repeats its newest backup's).
+// LastBackupSucceeded condition, which repeats its newest ended backup's).
 const (
 	// ReasonBackupCompleted: the data and its manifest are stored.
 	ReasonBackupCompleted = "BackupCompleted"

@@ -86,6 +86,10 @@ type MySQLBackupStatus struct {
 	// Job runs the backup.
 	// +optional
 	Job string `json:"job,omitempty"`
+	// Target is where the backup went (spec.target, else the cluster's at the start):
+	// where its data is deleted from with the MySQLBackup.
+	// +optional
+	Target *BackupTarget `json:"target,omitempty"`
 	// Conditions: Complete, Failed.
 	// +optional
 	// +listType=map
@@ -106,7 +110,7 @@ type MySQLBackupStatus struct {
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.size`
 // +kubebuilder:printcolumn:name="Completed",type=date,JSONPath=`.status.completedAt`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Backup",resources={{Job,v1,""},{PersistentVolumeClaim,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Backup",resources={{Job,v1,""}}
 type MySQLBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

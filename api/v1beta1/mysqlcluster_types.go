@@ -364,7 +364,7 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase ClusterPhase `json:"phase,omitempty"`
-	// Conditions: Ready, Progressing, Degraded, ReplicationHealthy, BackupHealthy.
+	// Conditions: Ready, Progressing, Degraded, ReplicationHealthy, LastBackupSucceeded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -430,7 +430,7 @@ type BackupStatus struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Cluster",resources={{StatefulSet,v1,""},{Service,v1,""},{Secret,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{CronJob,v1,""}}
+// +operator-sdk:csv:customresourcedefinitions:displayName="MySQL Cluster",resources={{StatefulSet,v1,""},{Service,v1,""},{Secret,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{MySQLBackup,v1beta1,""}}
 type MySQLCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

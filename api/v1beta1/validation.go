@@ -190,6 +190,9 @@ func validateTLS(c *MySQLCluster) field.ErrorList {
 // cronParser accepts what a CronJob accepts: five fields or a descriptor such as @daily.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// ParseSchedule reads spec.backup.schedule as validation does.
+func ParseSchedule(s string) (cron.Schedule, error) { return cronParser.Parse(s) }
+
 func validateBackup(c *MySQLCluster) field.ErrorList {
 	b := c.Spec.Backup
 	if b == nil {

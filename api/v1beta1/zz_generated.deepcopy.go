@@ -298,6 +298,11 @@ func (in *MySQLBackupStatus) DeepCopyInto(out *MySQLBackupStatus) {
 		x := (*in).DeepCopy()
 		*out = &x
 	}
+	if in.Target != nil {
+		in, out := &in.Target, &out.Target
+		*out = new(BackupTarget)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

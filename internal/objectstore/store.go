@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -39,7 +40,7 @@ type Config struct {
 	Prefix string
 	// PathStyle addresses the bucket in the path (endpoint/bucket/key), as most
 	// S3-compatible servers want, rather than as a host name.
-	PathStyle                     bool
+	PathStyle                    bool
 	AccessKeyID, SecretAccessKey string
 	// CABundle, PEM, replaces the system's roots for the endpoint's certificate.
 	CABundle []byte
@@ -151,7 +152,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (Object, error
 
 // putParts uploads the first part (buf[:n], already hashed) and the rest of r, and
 // completes the upload.
-func (s *Store) putParts(ctx context.Context, key string, id *string, r io.Reader, buf []byte, n int, h io.Writer) (int64, error) {
+func (s *Store) putParts(ctx context.Context, key string, id *string, r io.Reader, buf []byte, n int, h hash.Hash) (int64, error) {
 	var parts []types.CompletedPart
 	size := int64(0)
 	for num := int32(1); ; num++ {

@@ -124,7 +124,7 @@ func backupTargetArgs(t *mysqlv1beta1.BackupTarget, c *mysqlv1beta1.MySQLCluster
 	if t.PVC != nil {
 		claim := t.PVC.ClaimName
 		if claim == "" {
-			claim = BackupCronJobName(c)
+			claim = BackupClaimName(c)
 		}
 		return []string{"--dir=" + BackupDir, "--claim=" + claim}, nil,
 			[]corev1.Volume{{Name: "backup", VolumeSource: corev1.VolumeSource{
@@ -157,4 +157,16 @@ func backupTargetArgs(t *mysqlv1beta1.BackupTarget, c *mysqlv1beta1.MySQLCluster
 // InstanceHost is an instance's stable DNS name, through the headless Service.
 func InstanceHost(c *mysqlv1beta1.MySQLCluster, instance string) string {
 	return fmt.Sprintf("%s.%s.%s.svc", instance, HeadlessServiceName(c), c.Namespace)
+}
+
+// ScheduledBackup is the MySQLBackup of a cluster's schedule for the due time: named
+// after it, so that creating it twice creates one, and carrying it in
+// AnnotationScheduledAt. It has no owner: a backup outlives its cluster.
+func ScheduledBackup(c *mysqlv1beta1.MySQLCluster, due time.Time) *mysqlv1beta1.MySQLBackup {
+	return &mysqlv1beta1.MySQLBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-" + due.UTC().Format("20060102-1504"),
+			Labels:      Labels(c, ComponentBackup),
+			Annotations: map[string]string{AnnotationScheduledAt: due.UTC().Format(time.RFC3339)}},
+		Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: c.Name},
+	}
 }

@@ -16,6 +16,9 @@ const (
 	// LabelRole is "primary" or "replica" on an instance's pod; the topology manager sets
 	// it, and the primary and replicas Services select on it.
 	LabelRole = "mysql.dolphin-operator.io/role"
+	// AnnotationScheduledAt on a scheduled MySQLBackup is the due time (RFC 3339, UTC)
+	// of the cluster's schedule it was created for.
+	AnnotationScheduledAt = "mysql.dolphin-operator.io/scheduled-at"
 	// LabelBackup names the MySQLBackup a backup Job and its pod run.
 	LabelBackup = "mysql.dolphin-operator.io/backup"
 
@@ -87,8 +90,9 @@ func IssuedTLSSecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + 
 // PodDisruptionBudgetName names the PodDisruptionBudget.
 func PodDisruptionBudgetName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }
 
-// BackupCronJobName names the backup CronJob and the backup volume the operator creates.
-func BackupCronJobName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-backup" }
+// BackupClaimName names the backup volume the operator creates (and the CronJob that
+// release 0.1.0 ran scheduled backups with, which the operator now deletes).
+func BackupClaimName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-backup" }
 
 // MonitoringName names the ServiceMonitor and the PrometheusRule.
 func MonitoringName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }

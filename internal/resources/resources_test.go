@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -209,22 +210,13 @@ func TestPodDisruptionBudget(t *testing.T) {
 	}
 }
 
-func TestBackupCronJob(t *testing.T) {
-	img := ImagesFromEnv(func(string) string { return "" })
-	if BackupCronJob(cluster(), img) != nil || BackupClaim(cluster()) != nil {
-		t.Error("no schedule, no CronJob and no backup volume")
+func TestBackupClaim(t *testing.T) {
+	if BackupClaim(cluster()) != nil {
+		t.Error("no backups, no backup volume")
 	}
 	nightly := cluster(func(c *mysqlv1beta1.MySQLCluster) {
-		c.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 2 * * *", Suspend: true, Retention: mysqlv1beta1.BackupRetention{Count: new(int32(4))}}
+		c.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 2 * * *"}
 	})
-	cj := BackupCronJob(nightly, img)
-	if cj == nil || cj.Spec.Schedule != "0 2 * * *" || !*cj.Spec.Suspend || *cj.Spec.SuccessfulJobsHistoryLimit != 3 {
-		t.Fatalf("got %+v", cj)
-	}
-	env := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env
-	if env[len(env)-1].Value != "4" {
-		t.Errorf("retention count: %+v", env)
-	}
 	if claim := BackupClaim(nightly); claim == nil || claim.Name != "db-backup" {
 		t.Errorf("backup claim %+v", claim)
 	}
@@ -233,8 +225,50 @@ func TestBackupCronJob(t *testing.T) {
 	if BackupClaim(existing) != nil {
 		t.Error("an existing claim is used, not created")
 	}
-	if v := BackupCronJob(existing, img).Spec.JobTemplate.Spec.Template.Spec.Volumes[0]; v.PersistentVolumeClaim.ClaimName != "nas" {
-		t.Errorf("volume %+v", v)
+}
+
+func TestBackupJob(t *testing.T) {
+	c := cluster()
+	b := &mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: c.Namespace,
+		CreationTimestamp: metav1.Date(2026, 12, 2, 3, 4, 5, 0, time.UTC)},
+		Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: c.Name, Timeout: &metav1.Duration{Duration: 10 * time.Minute}}}
+	s3 := &mysqlv1beta1.BackupTarget{S3: &mysqlv1beta1.S3Target{Bucket: "bk", Prefix: "/prod/", Endpoint: "https://s3.example",
+		ForcePathStyle: true, CredentialsSecret: corev1.LocalObjectReference{Name: "creds"},
+		CASecret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "ca"}, Key: "root.pem"}}}
+	job := BackupJob(BackupRun{Backup: b, Cluster: c, Target: s3, Source: "db-1", OperatorImage: "op:1",
+		Images: ImagesFromEnv(func(string) string { return "" })})
+	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 660 {
+		t.Errorf("a backup is run once, within its timeout and a minute: %+v", job.Spec)
+	}
+	pod := job.Spec.Template.Spec
+	if pod.InitContainers[0].Image != "op:1" || pod.Containers[0].Image != ImagesFromEnv(func(string) string { return "" }).MySQLImage(c) {
+		t.Errorf("the operator's binary into the cluster's MySQL image: %+v", pod)
+	}
+	args := strings.Join(pod.Containers[0].Command, " ")
+	for _, want := range []string{"--key=prod/" + c.Namespace + "/db/base/20261202T030405Z-b1/dump.sql.zst", "--source-instance=db-1",
+		"--source-host=db-1.db-instances." + c.Namespace + ".svc", "--user=dolphin-backup", "--timeout=10m0s", "--s3-bucket=bk",
+		"--s3-endpoint=https://s3.example", "--s3-path-style", "--s3-ca-file=/etc/dolphin/s3-ca/ca.crt"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("command %q lacks %q", args, want)
+		}
+	}
+	secrets := map[string]string{}
+	for _, e := range pod.Containers[0].Env {
+		secrets[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+	}
+	want := map[string]string{"DOLPHIN_BACKUP_PASSWORD": "db-credentials/" + KeyBackupPassword,
+		"AWS_ACCESS_KEY_ID": "creds/AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY": "creds/AWS_SECRET_ACCESS_KEY"}
+	if !reflect.DeepEqual(secrets, want) {
+		t.Errorf("env %v, want %v", secrets, want)
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("a backup pod needs no API access")
+	}
+	vol := BackupJob(BackupRun{Backup: b, Cluster: c, Target: &mysqlv1beta1.BackupTarget{PVC: &mysqlv1beta1.PVCTarget{ClaimName: "nas"}},
+		Source: "db-0", OperatorImage: "op:1"})
+	args = strings.Join(vol.Spec.Template.Spec.Containers[0].Command, " ")
+	if !strings.Contains(args, "--dir=/backup --claim=nas") || strings.Contains(args, "--s3") {
+		t.Errorf("volume target: %q", args)
 	}
 }
 

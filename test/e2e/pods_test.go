@@ -2,20 +2,16 @@ package e2e_test
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -234,60 +230,4 @@ func column(t *testing.T, d *sql.DB, query string) []string {
 	require.NoError(t, rows.Err())
 	require.NoError(t, rows.Close())
 	return values
-}
-
-func TestABackupJobFromTheCronJobRunsTheRealBackup(t *testing.T) {
-	ctx := context.Background()
-	ns := namespace(t)
-	c := newCluster(ns, "bk", mysqlv1beta1.DeletionPolicyDelete)
-	c.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 2 * * *"}
-	require.NoError(t, k8s.Create(ctx, c))
-	c = readyCluster(t, ns, "bk")
-	_, err := dbOf(t, ns, c.Status.CurrentPrimary).ExecContext(ctx, "CREATE DATABASE backed_up")
-	require.NoError(t, err)
-
-	// What `kubectl create job --from=cronjob/bk-backup` does.
-	cj := &batchv1.CronJob{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.BackupCronJobName(c)}, cj))
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bk-manual", Labels: cj.Spec.JobTemplate.Labels,
-			Annotations:     map[string]string{"cronjob.kubernetes.io/instantiate": "manual"},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))}},
-		Spec: cj.Spec.JobTemplate.Spec,
-	}
-	require.NoError(t, k8s.Create(ctx, job))
-	took := waitFor(t, 3*time.Minute, "the backup Job to finish", func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
-			return err
-		}
-		for _, cond := range job.Status.Conditions {
-			if cond.Status != corev1.ConditionTrue {
-				continue
-			}
-			switch cond.Type {
-			case batchv1.JobComplete:
-				return nil
-			case batchv1.JobFailed:
-				t.Fatalf("the backup Job failed: %s: %s", cond.Reason, cond.Message)
-			}
-		}
-		return fmt.Errorf("active %d, failed %d", job.Status.Active, job.Status.Failed)
-	})
-	t.Logf("backup Job complete after %s", took.Round(10*time.Millisecond))
-
-	dir, err := g.VolumePath(ctx, ns, resources.BackupCronJobName(c))
-	require.NoError(t, err)
-	dumps, err := filepath.Glob(filepath.Join(dir, "*.sql.gz"))
-	require.NoError(t, err)
-	require.Len(t, dumps, 1, "one complete dump on the backup volume")
-	f, err := os.Open(dumps[0])
-	require.NoError(t, err)
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	dump, err := io.ReadAll(zr)
-	require.NoError(t, err)
-	require.Contains(t, string(dump), "CREATE DATABASE /*!32312 IF NOT EXISTS*/ `backed_up`", "the dump holds the data written before it")
-	require.Contains(t, string(dump), "SET @@GLOBAL.GTID_PURGED", "the dump records its GTID set")
-	t.Logf("dump %s: %d bytes uncompressed", filepath.Base(dumps[0]), len(dump))
 }

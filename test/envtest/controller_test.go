@@ -68,7 +68,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, c)
 	cl := v1beta1Cluster(ns, "db")
-	cl.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 3 * * *"}
+	cl.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 3 1 1 *"} // due once a year: no backup during the test
 	cl.Spec.DeletionPolicy = mysqlv1beta1.DeletionPolicyRetain
 	require.NoError(t, c.Create(ctx, cl))
 
@@ -76,7 +76,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		children := map[string]client.Object{
 			"db": &appsv1.StatefulSet{}, "db-instances": &corev1.Service{}, "db-primary": &corev1.Service{},
 			"db-replicas": &corev1.Service{}, "db-config": &corev1.ConfigMap{}, "db-credentials": &corev1.Secret{},
-			"db-ca": &corev1.Secret{}, "db-tls": &corev1.Secret{}, "db-backup": &batchv1.CronJob{},
+			"db-ca": &corev1.Secret{}, "db-tls": &corev1.Secret{},
 		}
 		children["db "] = &policyv1.PodDisruptionBudget{} // same name as the StatefulSet
 		for name, obj := range children {
@@ -149,7 +149,14 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		require.Contains(t, cm.Data[resources.ConfigFileKey], "max_connections = 777")
 	})
 
-	t.Run("removing the schedule deletes the CronJob and keeps the backups' volume", func(t *testing.T) {
+	t.Run("an earlier release's backup CronJob is deleted; removing the schedule keeps the backups' volume", func(t *testing.T) {
+		got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+		require.NoError(t, err)
+		cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-backup",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(got, mysqlv1beta1.GroupVersion.WithKind("MySQLCluster"))}},
+			Spec: batchv1.CronJobSpec{Schedule: "0 2 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "backup", Image: "mysql"}}}}}}}}
+		require.NoError(t, c.Create(ctx, cj))
 		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) { x.Spec.Backup = nil })
 		eventually(t, "the CronJob to go", func() error {
 			if _, err := get(ctx, c, ns, "db-backup", &batchv1.CronJob{}); !apierrors.IsNotFound(err) {
@@ -157,7 +164,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := get(ctx, c, ns, "db-backup", &corev1.PersistentVolumeClaim{})
+		_, err = get(ctx, c, ns, "db-backup", &corev1.PersistentVolumeClaim{})
 		require.NoError(t, err)
 	})
 
