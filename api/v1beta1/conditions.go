@@ -88,6 +88,8 @@ const (
 	ReasonStorageAccessDenied = "StorageAccessDenied"
 	// ReasonStorageBucketNotFound: the bucket does not exist.
 	ReasonStorageBucketNotFound = "StorageBucketNotFound"
+	// ReasonStorageFull: the target volume has no space left.
+	ReasonStorageFull = "StorageFull"
 	// ReasonStorageFailed: the object store answered with another error.
 	ReasonStorageFailed = "StorageFailed"
 	// ReasonDeadlineExceeded: the run took longer than the backup's timeout.

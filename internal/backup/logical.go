@@ -165,8 +165,9 @@ func (l Logical) optionFile() (string, error) {
 }
 
 var (
-	clientError = regexp.MustCompile(`Got error: (\d+)`)
-	mysqlErrNo  = regexp.MustCompile(`\b(\d{4}) \(`)
+	// mysqldump says "Got error: 2003: …" when it cannot connect, "Error 2013: …" when
+	// a query fails, and the server's "ERROR 1045 (28000): …" passes through.
+	errorCode = regexp.MustCompile(`(?:Got error: |Error |ERROR )(\d+)\b`)
 )
 
 // dumpFailure names what went wrong with the dump from mysqldump's own words.
@@ -177,9 +178,7 @@ func dumpFailure(err error, stderr string) error {
 	}
 	msg := strings.TrimSpace(stderr)
 	code := ""
-	if m := clientError.FindStringSubmatch(msg); m != nil {
-		code = m[1]
-	} else if m := mysqlErrNo.FindStringSubmatch(msg); m != nil {
+	if m := errorCode.FindStringSubmatch(msg); m != nil {
 		code = m[1]
 	}
 	reason := mysqlv1beta1.ReasonDumpFailed

@@ -92,6 +92,7 @@ func TestADumpThatFailsSaysWhy(t *testing.T) {
 	for _, tc := range []struct{ stderr, reason string }{
 		{"mysqldump: Got error: 2003: Can't connect to MySQL server on 'h:3306' (111) when trying to connect", mysqlv1beta1.ReasonSourceUnreachable},
 		{"mysqldump: Got error: 1045: Access denied for user 'u'@'h' (using password: YES) when trying to connect", mysqlv1beta1.ReasonSourceAccessDenied},
+		{"mysqldump: Error 2013: Lost connection to MySQL server during query when dumping table `noise` at row: 8", mysqlv1beta1.ReasonSourceUnreachable},
 		{"mysqldump: Error 3024: Query execution was interrupted", mysqlv1beta1.ReasonDumpFailed},
 	} {
 		st, _, err := run(t, fakeDump(t, header, tc.stderr, 2))

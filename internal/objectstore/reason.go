@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"syscall"
 
 	"github.com/aws/smithy-go"
 
@@ -11,7 +12,7 @@ import (
 )
 
 // Reason is the MySQLBackup reason for a store's error: the store could not be reached,
-// refused the credentials, has no such bucket, or failed otherwise.
+// refused the credentials, has no such bucket, is full (a volume), or failed otherwise.
 func Reason(err error) string {
 	var api smithy.APIError
 	if errors.As(err, &api) {
@@ -22,6 +23,9 @@ func Reason(err error) string {
 			return mysqlv1beta1.ReasonStorageBucketNotFound
 		}
 		return mysqlv1beta1.ReasonStorageFailed
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return mysqlv1beta1.ReasonStorageFull
 	}
 	var nerr net.Error
 	if errors.As(err, &nerr) || errors.Is(err, context.DeadlineExceeded) {

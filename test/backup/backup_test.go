@@ -243,7 +243,8 @@ func TestLogicalBackupFailuresSayWhyAndStoreNothing(t *testing.T) {
 	require.Equal(t, mysqlv1beta1.ReasonStorageUnreachable, reason(err), "S3 down: %v", err)
 }
 
-// cutter kills the S3 server once the upload has read more than after bytes.
+// cutter calls cut once the upload has read more than after bytes: the S3 server or the
+// source killed in the middle of a backup.
 type cutter struct {
 	backup.Store
 	after int64
@@ -269,6 +270,58 @@ func (c *cutReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// noisy adds 40 MiB that zstd cannot shrink much to the source: a backup of it takes
+// three parts and long enough to be cut.
+func noisy(t *testing.T, ctx context.Context, db *sql.DB) {
+	_, err := db.ExecContext(ctx, "CREATE TABLE shop.noise (id INT PRIMARY KEY, b LONGBLOB)")
+	require.NoError(t, err)
+	noise := make([]byte, 1<<20)
+	for i := range 40 {
+		_, _ = rand.Read(noise)
+		_, err = db.ExecContext(ctx, "INSERT INTO shop.noise VALUES (?, ?)", i, noise)
+		require.NoError(t, err)
+	}
+}
+
+// The source killed in the middle of the dump: SourceUnreachable, nothing stored.
+func TestABackupWhoseSourceIsKilledFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	servers := mysqld.StartN(t, 1)
+	noisy(t, ctx, source(t, ctx, servers[0], 0))
+	srv := s3(t)
+	st := store(t, srv.endpoint, "test-secret")
+	require.NoError(t, st.CreateBucket(ctx))
+	servers[0].SetRestartPolicy(mysqld.RestartNever)
+	l := logical(servers[0], cutter{Store: st, after: 4 << 20, cut: func() { _ = servers[0].Kill() }}, in, t.TempDir())
+	_, err = l.Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonSourceUnreachable, reason(err), "mysqld killed mid-dump: %v", err)
+	listed, err := st.List(ctx, "ns/")
+	require.NoError(t, err)
+	require.Empty(t, listed)
+}
+
+// A volume target that fills up: StorageFull, and no partial file left.
+func TestABackupOntoAFullVolumeFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	servers := mysqld.StartN(t, 1)
+	noisy(t, ctx, source(t, ctx, servers[0], 0))
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput()
+	require.NoError(t, err, "a small volume (root mounts it): %s", out)
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	_, err = logical(servers[0], &objectstore.Dir{Root: dir, Claim: "small"}, in, t.TempDir()).Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonStorageFull, reason(err), "volume full: %v", err)
+	left, err := filepath.Glob(filepath.Join(dir, "ns/db/base/b1/*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "no partial file")
+}
+
 // An upload cut short (the S3 server killed between two parts of a multipart upload)
 // fails the backup, and once the server is back no object is there.
 func TestABackupWhoseUploadIsCutShortFails(t *testing.T) {
@@ -277,16 +330,7 @@ func TestABackupWhoseUploadIsCutShortFails(t *testing.T) {
 	in, err := mysqld.Locate()
 	require.NoError(t, err)
 	servers := mysqld.StartN(t, 1)
-	db := source(t, ctx, servers[0], 0)
-	// 40 MiB of noise: dumped as hex, compressed to about as much, three parts.
-	_, err = db.ExecContext(ctx, "CREATE TABLE shop.noise (id INT PRIMARY KEY, b LONGBLOB)")
-	require.NoError(t, err)
-	noise := make([]byte, 1<<20)
-	for i := range 40 {
-		_, _ = rand.Read(noise)
-		_, err = db.ExecContext(ctx, "INSERT INTO shop.noise VALUES (?, ?)", i, noise)
-		require.NoError(t, err)
-	}
+	noisy(t, ctx, source(t, ctx, servers[0], 0))
 	srv := s3(t)
 	st := store(t, srv.endpoint, "test-secret")
 	require.NoError(t, st.CreateBucket(ctx))
