@@ -160,7 +160,7 @@ func (r *MySQLBackupReconciler) start(ctx context.Context, b *mysqlv1beta1.MySQL
 		return outcome{}, fmt.Errorf("while creating the backup's Job: %w", err)
 	}
 	st.Phase = mysqlv1beta1.BackupPhaseRunning
-	st.Method = mysqlv1beta1.BackupMethodLogical
+	st.Method = resources.BackupMethod(b)
 	st.Source, st.Job, st.StartedAt, st.Target = source, job.Name, &metav1.Time{Time: now}, target.DeepCopy()
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: mysqlv1beta1.BackupConditionComplete,
 		Status: metav1.ConditionFalse, Reason: mysqlv1beta1.ReasonBackupRunning,

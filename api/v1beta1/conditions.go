@@ -94,6 +94,9 @@ const (
 	ReasonStorageFailed = "StorageFailed"
 	// ReasonDeadlineExceeded: the run took longer than the backup's timeout.
 	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonBackupDiskFull: the backup pod's work volume (a physical backup's copy) has
+	// no space left.
+	ReasonBackupDiskFull = "BackupDiskFull"
 	// ReasonBackupPodFailed: the backup's pod ended without a report of its own (killed,
 	// evicted, out of memory, its node lost) or could not run the dump.
 	ReasonBackupPodFailed = "BackupPodFailed"

@@ -259,10 +259,6 @@ func (b *MySQLBackup) Validate() field.ErrorList {
 	if b.Spec.Cluster == "" {
 		errs = append(errs, field.Required(specPath.Child("cluster"), "the MySQLCluster to back up"))
 	}
-	if b.Spec.Method == BackupMethodPhysical {
-		errs = append(errs, field.NotSupported(specPath.Child("method"), b.Spec.Method,
-			[]string{string(BackupMethodLogical)}))
-	}
 	if d := b.Spec.Timeout; d != nil && d.Duration <= 0 {
 		errs = append(errs, field.Invalid(specPath.Child("timeout"), d.String(), "must be positive"))
 	}

@@ -271,7 +271,7 @@ func TestBackupValidation(t *testing.T) {
 	expect(t, b.Validate(), nil)
 	phys := b.DeepCopy()
 	phys.Spec.Method = BackupMethodPhysical
-	expect(t, phys.Validate(), map[string]string{"spec.method": "Unsupported value"})
+	expect(t, phys.Validate(), nil)
 	noCluster := b.DeepCopy()
 	noCluster.Spec.Cluster = ""
 	expect(t, noCluster.Validate(), map[string]string{"spec.cluster": "Required"})

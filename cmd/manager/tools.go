@@ -77,7 +77,8 @@ type backupFlags struct {
 	cluster, name, key, method     string
 	instance, host, user           string
 	port                           int
-	mysqldump, tmp, report         string
+	mysqldump, mysqld, work        string
+	tmp, report                    string
 	s3Endpoint, s3Region, s3Bucket string
 	s3CAFile, dir, claim           string
 	s3PathStyle                    bool
@@ -90,12 +91,14 @@ func parseBackupFlags(args []string) (backupFlags, error) {
 	fs.StringVar(&f.cluster, "cluster", "", "the MySQLCluster backed up")
 	fs.StringVar(&f.name, "name", "", "the MySQLBackup")
 	fs.StringVar(&f.key, "key", "", "the data object's key (the manifest goes beside it)")
-	fs.StringVar(&f.method, "method", string(mysqlv1beta1.BackupMethodLogical), "Logical")
+	fs.StringVar(&f.method, "method", string(mysqlv1beta1.BackupMethodLogical), "Logical or Physical")
 	fs.StringVar(&f.instance, "source-instance", "", "the instance read from")
 	fs.StringVar(&f.host, "source-host", "", "its address")
 	fs.IntVar(&f.port, "source-port", 3306, "its port")
 	fs.StringVar(&f.user, "user", "", "the account (its password: DOLPHIN_BACKUP_PASSWORD)")
-	fs.StringVar(&f.mysqldump, "mysqldump", "/usr/bin/mysqldump", "mysqldump's path")
+	fs.StringVar(&f.mysqldump, "mysqldump", "mysqldump", "mysqldump (logical)")
+	fs.StringVar(&f.mysqld, "mysqld", "mysqld", "mysqld (physical: the temporary server)")
+	fs.StringVar(&f.work, "work", "", "physical: a folder with room for the whole data set")
 	fs.StringVar(&f.tmp, "tmp", os.TempDir(), "a private folder")
 	fs.StringVar(&f.report, "report", "/dev/termination-log", "where the result goes")
 	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", "the S3 endpoint URL")
@@ -118,8 +121,14 @@ func parseBackupFlags(args []string) (backupFlags, error) {
 	if (f.s3Bucket == "") == (f.dir == "") {
 		return f, errors.New("exactly one of --s3-bucket and --dir is required")
 	}
-	if f.method != string(mysqlv1beta1.BackupMethodLogical) {
-		return f, fmt.Errorf("--method %q: only Logical is implemented", f.method)
+	switch mysqlv1beta1.BackupMethod(f.method) {
+	case mysqlv1beta1.BackupMethodLogical:
+	case mysqlv1beta1.BackupMethodPhysical:
+		if f.work == "" {
+			return f, errors.New("--work is required with --method Physical")
+		}
+	default:
+		return f, fmt.Errorf("--method %q: not Logical or Physical", f.method)
 	}
 	return f, nil
 }
@@ -159,9 +168,14 @@ func runBackup(args []string) int {
 		if err != nil {
 			return backup.Manifest{}, backup.Fail(mysqlv1beta1.ReasonNoBackupTarget, err)
 		}
+		src := backup.Source{Instance: f.instance, Host: f.host, Port: f.port, User: f.user,
+			Password: os.Getenv("DOLPHIN_BACKUP_PASSWORD")}
+		if f.method == string(mysqlv1beta1.BackupMethodPhysical) {
+			return backup.Physical{Mysqld: f.mysqld, Work: f.work, Store: st, Cluster: f.cluster, Name: f.name, Key: f.key,
+				Source: src}.Run(ctx)
+		}
 		return backup.Logical{Mysqldump: f.mysqldump, Tmp: f.tmp, Store: st, Cluster: f.cluster, Name: f.name, Key: f.key,
-			Source: backup.Source{Instance: f.instance, Host: f.host, Port: f.port, User: f.user,
-				Password: os.Getenv("DOLPHIN_BACKUP_PASSWORD")}}.Run(ctx)
+			Source: src}.Run(ctx)
 	}()
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = backup.Fail(mysqlv1beta1.ReasonDeadlineExceeded, fmt.Errorf("not done within %s: %w", f.timeout, err))

@@ -18,6 +18,7 @@ import (
 // MySQL image, beside that image's mysqldump, so client and server versions match.
 const (
 	toolsDir = "/dolphin"
+	workDir  = "/work"
 	caDir    = "/etc/dolphin/s3-ca"
 	// BackupContainer is the container whose termination message is the backup's result.
 	BackupContainer = "backup"
@@ -58,16 +59,29 @@ func BackupTimeout(b *mysqlv1beta1.MySQLBackup) time.Duration {
 	return DefaultBackupTimeout
 }
 
+// BackupMethod is a backup's method, Logical when the spec says none.
+func BackupMethod(b *mysqlv1beta1.MySQLBackup) mysqlv1beta1.BackupMethod {
+	if b.Spec.Method == "" {
+		return mysqlv1beta1.BackupMethodLogical
+	}
+	return b.Spec.Method
+}
+
 // BackupKey is where a backup's data goes under its target:
-// [prefix/]namespace/cluster/base/<created, UTC>-<name>/dump.sql.zst. The creation time
-// keeps a backup recreated under an earlier one's name from overwriting its data.
+// [prefix/]namespace/cluster/base/<created, UTC>-<name>/dump.sql.zst (logical) or
+// data.tar.zst (physical). The creation time keeps a backup recreated under an earlier
+// one's name from overwriting its data.
 func BackupKey(b *mysqlv1beta1.MySQLBackup, t *mysqlv1beta1.BackupTarget) string {
 	prefix := ""
 	if t.S3 != nil {
 		prefix = strings.Trim(t.S3.Prefix, "/")
 	}
+	file := "dump.sql.zst"
+	if BackupMethod(b) == mysqlv1beta1.BackupMethodPhysical {
+		file = "data.tar.zst"
+	}
 	stamp := b.CreationTimestamp.UTC().Format("20060102T150405Z")
-	return strings.TrimPrefix(path.Join(prefix, b.Namespace, b.Spec.Cluster, "base", stamp+"-"+b.Name, "dump.sql.zst"), "/")
+	return strings.TrimPrefix(path.Join(prefix, b.Namespace, b.Spec.Cluster, "base", stamp+"-"+b.Name, file), "/")
 }
 
 // BackupJob runs one backup; it fails at the first failure (no retries: the next
@@ -82,9 +96,15 @@ func BackupJob(r BackupRun) *batchv1.Job {
 	mounts := []corev1.VolumeMount{{Name: "tools", MountPath: toolsDir, ReadOnly: true}, {Name: "tmp", MountPath: "/tmp"}}
 	args, env, vols, vmounts := backupTargetArgs(r.Target, c)
 	volumes, mounts = append(volumes, vols...), append(mounts, vmounts...)
+	if BackupMethod(b) == mysqlv1beta1.BackupMethodPhysical {
+		// The copy is made here before it is archived: room for the whole data set.
+		volumes = append(volumes, corev1.Volume{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "work", MountPath: workDir})
+		args = append(args, "--work="+workDir)
+	}
 	timeout := BackupTimeout(b)
 	args = append([]string{toolsDir + "/manager", "backup", "--cluster=" + c.Name, "--name=" + b.Name,
-		"--key=" + BackupKey(b, r.Target), "--method=" + string(mysqlv1beta1.BackupMethodLogical),
+		"--key=" + BackupKey(b, r.Target), "--method=" + string(BackupMethod(b)),
 		"--source-instance=" + r.Source, "--source-host=" + InstanceHost(c, r.Source), "--user=" + BackupUser,
 		"--timeout=" + timeout.String()}, args...)
 	env = append([]corev1.EnvVar{secretEnv("DOLPHIN_BACKUP_PASSWORD", CredentialsSecretName(c), KeyBackupPassword)}, env...)

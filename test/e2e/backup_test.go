@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -91,6 +92,9 @@ func TestALogicalBackupToS3IsWhatItsStatusSays(t *testing.T) {
 	bad := s3Target(t, ns, "s3-bad", s3.Endpoint, s3.AccessKeyID, "not-the-secret")
 	require.NoError(t, k8s.Create(ctx, newBackup(ns, "full", c.Name, good)))
 	require.NoError(t, k8s.Create(ctx, newBackup(ns, "refused", c.Name, bad)))
+	phys := newBackup(ns, "physical", c.Name, good)
+	phys.Spec.Method = mysqlv1beta1.BackupMethodPhysical
+	require.NoError(t, k8s.Create(ctx, phys))
 	require.NoError(t, k8s.Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumps"},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resourceQuantity("100Mi")}}}}))
@@ -122,6 +126,36 @@ func TestALogicalBackupToS3IsWhatItsStatusSays(t *testing.T) {
 	dump, err := io.ReadAll(dec)
 	require.NoError(t, err)
 	require.Contains(t, string(dump), "INSERT INTO `orders` VALUES (1,'first'),(2,'second'),(3,'third');")
+
+	// Physical: a copy of the replica's data, with the same GTID set, as a tar.
+	p := backupEnded(t, ns, "physical")
+	require.Equal(t, mysqlv1beta1.BackupPhaseCompleted, p.Status.Phase, "%v", p.Status.Conditions)
+	require.Equal(t, mysqlv1beta1.BackupMethodPhysical, p.Status.Method)
+	require.Equal(t, replica, p.Status.Source)
+	require.Equal(t, b.Status.GTIDSet, p.Status.GTIDSet)
+	pkey := resources.BackupKey(p, good)
+	require.True(t, strings.HasSuffix(pkey, "/data.tar.zst"), pkey)
+	r, err = store.Get(ctx, pkey)
+	require.NoError(t, err)
+	praw, err := io.ReadAll(r)
+	r.Close()
+	require.NoError(t, err)
+	psum := sha256.Sum256(praw)
+	require.Equal(t, hex.EncodeToString(psum[:]), p.Status.SHA256)
+	pdec, err := zstd.NewReader(bytes.NewReader(praw))
+	require.NoError(t, err)
+	defer pdec.Close()
+	names := map[string]bool{}
+	tr := tar.NewReader(pdec)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		names[h.Name] = true
+	}
+	require.True(t, names["mysql.ibd"] && names["shop/orders.ibd"], "the copy holds the system tablespace and the table: %d files", len(names))
 
 	// On a volume: the same backup, as a file (taken after the first, which retention
 	// below expects to be the oldest).

@@ -86,11 +86,23 @@ func EnterNetNS() error {
 	return nil
 }
 
-// setupNetwork makes the mounts private, brings lo up with the host IP and turns on IPv4
+// devicePluginDir is where kubelets put their device plugin socket (fixed in the kubelet).
+const devicePluginDir = "/var/lib/kubelet/device-plugins"
+
+// setupNetwork makes the mounts private, gives the namespace its own devicePluginDir, brings lo up with the host IP and turns on IPv4
 // forwarding (pods of one node reach another's through this namespace).
 func setupNetwork() error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("while making the mount namespace private: %w", err)
+	}
+	// Every kubelet listens for device plugins on one fixed path, whatever its root
+	// folder: a folder of this namespace's own, so that grounds running side by side
+	// (the test packages of one `go test`) do not take each other's socket.
+	if err := os.MkdirAll(devicePluginDir, 0o750); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", devicePluginDir, "tmpfs", 0, "size=1m"); err != nil {
+		return fmt.Errorf("while mounting %s: %w", devicePluginDir, err)
 	}
 	if err := ip("link", "set", "lo", "up"); err != nil {
 		return err

@@ -31,7 +31,9 @@ type Node struct {
 	cgroup  string
 	mu      sync.Mutex
 	procs   []*process
-	stopped bool
+	// kubeletRetries counts kubelet starts after a lost device plugin socket race.
+	kubeletRetries int
+	stopped        bool
 }
 
 func (n *Node) bridge() string  { return fmt.Sprintf("cni%d", n.index) }

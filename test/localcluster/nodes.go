@@ -89,6 +89,11 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		return fmt.Errorf("while creating a client: %w", err)
 	}
 	return poll(ctx, "every node Ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		for _, n := range c.Nodes {
+			if err := n.retrySocketRace(c); err != nil {
+				return false, err
+			}
+		}
 		if err := c.Healthy(); err != nil {
 			return false, err
 		}
@@ -278,4 +283,27 @@ func (c *Cluster) ProcessPID(pod *corev1.Pod, container, name string) (int, erro
 		}
 	}
 	return 0, fmt.Errorf("no process %s in container %s of %s/%s", name, container, pod.Namespace, pod.Name)
+}
+
+// socketRace is how a kubelet fails when another of the ground took devicePluginDir's
+// one socket at the same moment: each removes it and listens on it at start.
+const socketRace = "device-plugins/kubelet.sock: bind: address already in use"
+
+// retrySocketRace starts the node's kubelet again (at most twice) when it exited over
+// the device plugin socket: the kubelets start side by side, and rarely two reach that
+// step together.
+func (n *Node) retrySocketRace(c *Cluster) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	k := slices.IndexFunc(n.procs, func(p *process) bool { return p.name == "kubelet" })
+	if k < 0 || n.stopped || n.kubeletRetries >= 2 {
+		return nil
+	}
+	if done, _ := n.procs[k].exited(); !done || !strings.Contains(n.procs[k].tail(), socketRace) {
+		return nil
+	}
+	n.procs = slices.Delete(n.procs, k, k+1)
+	n.kubeletRetries++
+	c.logf("node %s: kubelet lost the device plugin socket to another; starting it again", n.Name)
+	return n.startKubelet(c) // as RestartNode does, under the node's lock
 }

@@ -1,0 +1,134 @@
+package backup_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/backup"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/mysqld"
+)
+
+func physical(s *mysqld.Instance, st backup.Store, in *mysqld.Install, work string) backup.Physical {
+	return backup.Physical{Mysqld: in.MysqldPath(), Work: work, Store: st, Cluster: "db", Name: "p1",
+		Key: "ns/db/base/p1/data.tar.zst", Source: backup.Source{Instance: "db-0", Host: "127.0.0.1", Port: s.Port(),
+			User: resources.BackupUser, Password: backupPassword}}
+}
+
+// untar writes a tar stream's folders and files under dir.
+func untar(t *testing.T, r io.Reader, dir string) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		require.NoError(t, err)
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			require.NoError(t, os.MkdirAll(p, 0o750))
+			continue
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o750))
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+		require.NoError(t, err)
+		_, err = io.Copy(f, tr)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+}
+
+func TestAPhysicalBackupToS3StartsAsAServerWithTheSameRows(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	servers := mysqld.StartN(t, 1, "--plugin-load-add=mysql_clone.so")
+	db := source(t, ctx, servers[0], 300)
+	st := store(t, s3(t).endpoint, "test-secret")
+	require.NoError(t, st.CreateBucket(ctx))
+
+	m, err := physical(servers[0], st, in, t.TempDir()).Run(ctx)
+	require.NoError(t, err)
+	require.Equal(t, string(mysqlv1beta1.BackupMethodPhysical), m.Method)
+	require.Equal(t, gtidExecuted(t, ctx, db), m.GTIDSet, "the backup's GTID set is the source's")
+	require.NotEmpty(t, m.BinlogFile)
+	require.True(t, len(m.MySQLVersion) > 0)
+
+	r, err := st.Get(ctx, m.Key)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(r)
+	r.Close()
+	require.NoError(t, err)
+	require.EqualValues(t, len(raw), m.Size)
+	dec, err := zstd.NewReader(bytes.NewReader(raw))
+	require.NoError(t, err)
+	defer dec.Close()
+	dir := t.TempDir()
+	untar(t, dec, filepath.Join(dir, "data"))
+	restored, err := in.Start(ctx, mysqld.Options{Dir: dir, ServerID: 900})
+	require.NoError(t, err, "a server starts on the restored copy")
+	defer restored.Stop()
+	target, err := restored.DB()
+	require.NoError(t, err)
+	defer target.Close()
+	require.Equal(t, tables(t, ctx, db), tables(t, ctx, target))
+	require.Equal(t, m.GTIDSet, gtidExecuted(t, ctx, target))
+}
+
+func TestAPhysicalBackupFailureSaysWhy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	servers := mysqld.StartN(t, 1, "--plugin-load-add=mysql_clone.so")
+	source(t, ctx, servers[0], 10)
+	st := store(t, s3(t).endpoint, "test-secret")
+	require.NoError(t, st.CreateBucket(ctx))
+
+	p := physical(servers[0], st, in, t.TempDir())
+	p.Source.Password = "wrong"
+	_, err = p.Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonSourceAccessDenied, reason(err), "%v", err)
+
+	p = physical(servers[0], st, in, t.TempDir())
+	p.Source.Port = 1
+	_, err = p.Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonSourceUnreachable, reason(err), "%v", err)
+	listed, err := st.List(ctx, "ns/")
+	require.NoError(t, err)
+	require.Empty(t, listed)
+}
+
+// The backup pod's work volume too small for the copy: BackupDiskFull, nothing stored.
+func TestAPhysicalBackupWithoutRoomFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	servers := mysqld.StartN(t, 1, "--plugin-load-add=mysql_clone.so")
+	source(t, ctx, servers[0], 10)
+	st := store(t, s3(t).endpoint, "test-secret")
+	require.NoError(t, st.CreateBucket(ctx))
+	work := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", work).CombinedOutput()
+	require.NoError(t, err, "a small volume (root mounts it): %s", out)
+	t.Cleanup(func() { _ = exec.Command("umount", work).Run() })
+	_, err = physical(servers[0], st, in, work).Run(ctx)
+	require.Equal(t, mysqlv1beta1.ReasonBackupDiskFull, reason(err), "%v", err)
+	listed, err := st.List(ctx, "ns/")
+	require.NoError(t, err)
+	require.Empty(t, listed)
+}
