@@ -81,6 +81,31 @@ func (s *s3Server) stop() {
 	}
 }
 
+// fixture is what every backup test starts from: the MySQL install, n servers (the first
+// the source, with the operator's accounts and rows rows), an S3 server and its bucket.
+type fixture struct {
+	ctx     context.Context
+	in      *mysqld.Install
+	servers []*mysqld.Instance
+	db      *sql.DB // the source, as root
+	srv     *s3Server
+	st      *objectstore.Store
+}
+
+func newFixture(t *testing.T, n, rows int, args ...string) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	in, err := mysqld.Locate()
+	require.NoError(t, err)
+	f := &fixture{ctx: ctx, in: in, servers: mysqld.StartN(t, n, args...)}
+	f.db = source(t, ctx, f.servers[0], rows)
+	f.srv = s3(t)
+	f.st = store(t, f.srv.endpoint, "test-secret")
+	require.NoError(t, f.st.CreateBucket(ctx))
+	return f
+}
+
 func store(t *testing.T, endpoint, secret string) *objectstore.Store {
 	st, err := objectstore.New(objectstore.Config{Endpoint: endpoint, Bucket: "backups", PathStyle: true,
 		AccessKeyID: "test", SecretAccessKey: secret})
@@ -152,14 +177,8 @@ func reason(err error) string {
 }
 
 func TestALogicalBackupToS3RestoresTheSameRows(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	in, err := mysqld.Locate()
-	require.NoError(t, err)
-	servers := mysqld.StartN(t, 2)
-	db := source(t, ctx, servers[0], 500)
-	st := store(t, s3(t).endpoint, "test-secret")
-	require.NoError(t, st.CreateBucket(ctx))
+	f := newFixture(t, 2, 500)
+	ctx, in, servers, db, st := f.ctx, f.in, f.servers, f.db, f.st
 
 	m, err := logical(servers[0], st, in, t.TempDir()).Run(ctx)
 	require.NoError(t, err)
@@ -198,23 +217,16 @@ func TestALogicalBackupToS3RestoresTheSameRows(t *testing.T) {
 }
 
 func TestLogicalBackupFailuresSayWhyAndStoreNothing(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	in, err := mysqld.Locate()
-	require.NoError(t, err)
-	servers := mysqld.StartN(t, 1)
-	source(t, ctx, servers[0], 10)
-	srv := s3(t)
+	f := newFixture(t, 1, 10)
+	ctx, in, servers, srv, good := f.ctx, f.in, f.servers, f.srv, f.st
 	endpoint := srv.endpoint
-	good := store(t, endpoint, "test-secret")
-	require.NoError(t, good.CreateBucket(ctx))
 	empty := func(what string) {
 		listed, err := good.List(ctx, "ns/")
 		require.NoError(t, err)
 		require.Empty(t, listed, "%s: nothing stored", what)
 	}
 
-	_, err = logical(servers[0], store(t, endpoint, "wrong"), in, t.TempDir()).Run(ctx)
+	_, err := logical(servers[0], store(t, endpoint, "wrong"), in, t.TempDir()).Run(ctx)
 	require.Equal(t, mysqlv1beta1.ReasonStorageAccessDenied, reason(err), "wrong credentials: %v", err)
 	empty("wrong credentials")
 
@@ -285,18 +297,12 @@ func noisy(t *testing.T, ctx context.Context, db *sql.DB) {
 
 // The source killed in the middle of the dump: SourceUnreachable, nothing stored.
 func TestABackupWhoseSourceIsKilledFails(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	in, err := mysqld.Locate()
-	require.NoError(t, err)
-	servers := mysqld.StartN(t, 1)
-	noisy(t, ctx, source(t, ctx, servers[0], 0))
-	srv := s3(t)
-	st := store(t, srv.endpoint, "test-secret")
-	require.NoError(t, st.CreateBucket(ctx))
+	f := newFixture(t, 1, 0)
+	ctx, in, servers, st := f.ctx, f.in, f.servers, f.st
+	noisy(t, ctx, f.db)
 	servers[0].SetRestartPolicy(mysqld.RestartNever)
 	l := logical(servers[0], cutter{Store: st, after: 4 << 20, cut: func() { _ = servers[0].Kill() }}, in, t.TempDir())
-	_, err = l.Run(ctx)
+	_, err := l.Run(ctx)
 	require.Equal(t, mysqlv1beta1.ReasonSourceUnreachable, reason(err), "mysqld killed mid-dump: %v", err)
 	listed, err := st.List(ctx, "ns/")
 	require.NoError(t, err)
@@ -305,12 +311,9 @@ func TestABackupWhoseSourceIsKilledFails(t *testing.T) {
 
 // A volume target that fills up: StorageFull, and no partial file left.
 func TestABackupOntoAFullVolumeFails(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	in, err := mysqld.Locate()
-	require.NoError(t, err)
-	servers := mysqld.StartN(t, 1)
-	noisy(t, ctx, source(t, ctx, servers[0], 0))
+	f := newFixture(t, 1, 0)
+	ctx, in, servers := f.ctx, f.in, f.servers
+	noisy(t, ctx, f.db)
 	dir := t.TempDir()
 	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput()
 	require.NoError(t, err, "a small volume (root mounts it): %s", out)
@@ -325,19 +328,13 @@ func TestABackupOntoAFullVolumeFails(t *testing.T) {
 // An upload cut short (the S3 server killed between two parts of a multipart upload)
 // fails the backup, and once the server is back no object is there.
 func TestABackupWhoseUploadIsCutShortFails(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	in, err := mysqld.Locate()
-	require.NoError(t, err)
-	servers := mysqld.StartN(t, 1)
-	noisy(t, ctx, source(t, ctx, servers[0], 0))
-	srv := s3(t)
-	st := store(t, srv.endpoint, "test-secret")
-	require.NoError(t, st.CreateBucket(ctx))
+	f := newFixture(t, 1, 0)
+	ctx, in, servers, srv, st := f.ctx, f.in, f.servers, f.srv, f.st
+	noisy(t, ctx, f.db)
 	l := logical(servers[0], cutter{Store: st, after: objectstore.PartSize + objectstore.PartSize/2, cut: srv.stop}, in, t.TempDir())
 	sctx, scancel := context.WithTimeout(ctx, time.Minute)
 	defer scancel()
-	_, err = l.Run(sctx)
+	_, err := l.Run(sctx)
 	require.Equal(t, mysqlv1beta1.ReasonStorageUnreachable, reason(err), "S3 gone mid-upload: %v", err)
 	require.Contains(t, err.Error(), "part 2", "the first part was stored, the second not")
 	srv.start()

@@ -3,14 +3,12 @@ package backup_test
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
@@ -20,6 +18,9 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
+
+// clonePlugin is what a source needs for a physical backup (instances load it).
+const clonePlugin = "--plugin-load-add=mysql_clone.so"
 
 func physical(s *mysqld.Instance, st backup.Store, in *mysqld.Install, work string) backup.Physical {
 	return backup.Physical{Mysqld: in.MysqldPath(), Work: work, Store: st, Cluster: "db", Name: "p1",
@@ -51,14 +52,8 @@ func untar(t *testing.T, r io.Reader, dir string) {
 }
 
 func TestAPhysicalBackupToS3StartsAsAServerWithTheSameRows(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	in, err := mysqld.Locate()
-	require.NoError(t, err)
-	servers := mysqld.StartN(t, 1, "--plugin-load-add=mysql_clone.so")
-	db := source(t, ctx, servers[0], 300)
-	st := store(t, s3(t).endpoint, "test-secret")
-	require.NoError(t, st.CreateBucket(ctx))
+	f := newFixture(t, 1, 300, clonePlugin)
+	ctx, in, servers, db, st := f.ctx, f.in, f.servers, f.db, f.st
 
 	m, err := physical(servers[0], st, in, t.TempDir()).Run(ctx)
 	require.NoError(t, err)
@@ -89,18 +84,12 @@ func TestAPhysicalBackupToS3StartsAsAServerWithTheSameRows(t *testing.T) {
 }
 
 func TestAPhysicalBackupFailureSaysWhy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	in, err := mysqld.Locate()
-	require.NoError(t, err)
-	servers := mysqld.StartN(t, 1, "--plugin-load-add=mysql_clone.so")
-	source(t, ctx, servers[0], 10)
-	st := store(t, s3(t).endpoint, "test-secret")
-	require.NoError(t, st.CreateBucket(ctx))
+	f := newFixture(t, 1, 10, clonePlugin)
+	ctx, in, servers, st := f.ctx, f.in, f.servers, f.st
 
 	p := physical(servers[0], st, in, t.TempDir())
 	p.Source.Password = "wrong"
-	_, err = p.Run(ctx)
+	_, err := p.Run(ctx)
 	require.Equal(t, mysqlv1beta1.ReasonSourceAccessDenied, reason(err), "%v", err)
 
 	p = physical(servers[0], st, in, t.TempDir())
@@ -114,14 +103,8 @@ func TestAPhysicalBackupFailureSaysWhy(t *testing.T) {
 
 // The backup pod's work volume too small for the copy: BackupDiskFull, nothing stored.
 func TestAPhysicalBackupWithoutRoomFails(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	in, err := mysqld.Locate()
-	require.NoError(t, err)
-	servers := mysqld.StartN(t, 1, "--plugin-load-add=mysql_clone.so")
-	source(t, ctx, servers[0], 10)
-	st := store(t, s3(t).endpoint, "test-secret")
-	require.NoError(t, st.CreateBucket(ctx))
+	f := newFixture(t, 1, 10, clonePlugin)
+	ctx, in, servers, st := f.ctx, f.in, f.servers, f.st
 	work := t.TempDir()
 	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", work).CombinedOutput()
 	require.NoError(t, err, "a small volume (root mounts it): %s", out)

@@ -61,7 +61,7 @@ func backupEnded(t *testing.T, ns, name string) *mysqlv1beta1.MySQLBackup {
 	return b
 }
 
-func TestALogicalBackupToS3IsWhatItsStatusSays(t *testing.T) {
+func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	s3, err := g.StartS3(ctx)
