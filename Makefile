@@ -197,6 +197,13 @@ bench-failover: cluster-tools images kustomize manifests ## Measure write unavai
 BENCH_RUNS ?= 5
 BENCH_ONLY ?=
 
+.PHONY: bench-backup
+bench-backup: mysql versitygw ## Measure logical and physical backups and restores of a data set (BENCH_SIZE_MB, default 1024) with real mysqld and a real S3 server.
+	go build -o $(LOCALBIN)/bench-backup ./test/bench/backup
+	$(LOCALBIN)/bench-backup --size-mb $(BENCH_SIZE_MB)
+
+BENCH_SIZE_MB ?= 1024
+
 ##@ Build
 
 .PHONY: build

@@ -185,10 +185,15 @@ type TLSSpec struct {
 // BackupSpec schedules backups.
 // +kubebuilder:validation:XValidation:rule="(has(self.suspend) && self.suspend) || (has(self.schedule) && size(self.schedule) > 0)",message="schedule is required unless backups are suspended"
 type BackupSpec struct {
-	// Schedule in cron format (five fields, as a CronJob). Required unless Suspend.
+	// Schedule in cron format (five fields, as a CronJob; due times in UTC). Required
+	// unless Suspend.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Schedule string `json:"schedule,omitempty"`
+	// Method of the scheduled backups. Default: Logical.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup method",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Logical","urn:alm:descriptor:com.tectonic.ui:select:Physical"}
+	Method BackupMethod `json:"method,omitempty"`
 	// Retention says which backups to keep.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup retention"

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -120,4 +121,25 @@ func TestTheResultFitsATerminationMessage(t *testing.T) {
 	require.Equal(t, mysqlv1beta1.ReasonDumpFailed, r.Reason)
 	_, err = DecodeResult("killed")
 	require.Error(t, err)
+}
+
+func TestAnArchiveUnpacksAsItWasWritten(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "shop"), 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "mysql.ibd"), []byte("system"), 0o640))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "shop", "orders.ibd"), []byte("rows"), 0o640))
+	var buf bytes.Buffer
+	require.NoError(t, writeTar(&buf, src))
+	dst := t.TempDir()
+	require.NoError(t, Unpack(&buf, dst))
+	got, err := os.ReadFile(filepath.Join(dst, "shop", "orders.ibd"))
+	require.NoError(t, err)
+	require.Equal(t, "rows", string(got))
+
+	var evil bytes.Buffer
+	tw := tar.NewWriter(&evil)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "../escape", Typeflag: tar.TypeReg, Size: 1, Mode: 0o600}))
+	_, _ = tw.Write([]byte("x"))
+	require.NoError(t, tw.Close())
+	require.ErrorContains(t, Unpack(&evil, t.TempDir()), "outside the folder")
 }

@@ -187,6 +187,6 @@ func ScheduledBackup(c *mysqlv1beta1.MySQLCluster, due time.Time) *mysqlv1beta1.
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name + "-" + due.UTC().Format("20060102-1504"),
 			Labels:      Labels(c, ComponentBackup),
 			Annotations: map[string]string{AnnotationScheduledAt: due.UTC().Format(time.RFC3339)}},
-		Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: c.Name},
+		Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: c.Name, Method: c.Spec.Backup.Method},
 	}
 }

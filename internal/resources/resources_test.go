@@ -417,3 +417,15 @@ func TestScriptsParse(t *testing.T) {
 		}
 	}
 }
+
+func TestScheduledBackup(t *testing.T) {
+	c := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "0 2 * * *", Method: mysqlv1beta1.BackupMethodPhysical}
+	})
+	due := time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+	b := ScheduledBackup(c, due)
+	if b.Name != "db-20261202-0200" || b.Annotations[AnnotationScheduledAt] != "2026-12-02T02:00:00Z" ||
+		b.Spec.Cluster != "db" || b.Spec.Method != mysqlv1beta1.BackupMethodPhysical || len(b.OwnerReferences) != 0 {
+		t.Errorf("got %+v", b)
+	}
+}

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,62 +21,27 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/backup"
-	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/objectstore"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/mysqld"
+	"github.com/dolphin-operator/dolphin/test/s3server"
 )
 
 const backupPassword = "backup-password"
 
-// s3Server is versitygw on a free port of 127.0.0.1 with its own folder.
-type s3Server struct {
-	t         *testing.T
-	addr, dir string
-	cmd       *exec.Cmd
-	out       bytes.Buffer
-	endpoint  string
-}
-
-// s3 starts an S3 server; the test's end stops it.
-func s3(t *testing.T) *s3Server {
+// s3 starts an S3 server for the test; the test's end stops it.
+func s3(t *testing.T) *s3server.Server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := s3server.Start(t.TempDir())
 	require.NoError(t, err)
-	s := &s3Server{t: t, addr: l.Addr().String(), dir: t.TempDir()}
-	l.Close()
-	s.endpoint = "http://" + s.addr
-	s.start()
-	t.Cleanup(s.stop)
-	return s
+	t.Cleanup(srv.Stop)
+	return srv
 }
 
-func (s *s3Server) start() {
-	t := s.t
-	bin := filepath.Join(os.Getenv("DOLPHIN_BIN_DIR"), "versitygw")
-	_, err := os.Stat(bin)
-	require.NoError(t, err, "the S3 server (make versitygw)")
-	s.cmd = exec.Command(bin, "--port", s.addr, "posix", s.dir)
-	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID=test", "ROOT_SECRET_ACCESS_KEY=test-secret")
-	s.out.Reset()
-	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
-	require.NoError(t, s.cmd.Start())
-	require.Eventually(t, func() bool {
-		c, err := net.DialTimeout("tcp", s.addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, 20*time.Second, 50*time.Millisecond, "versitygw listens: %s", &s.out)
-}
-
-// stop kills the server: a store that goes away mid-request.
-func (s *s3Server) stop() {
-	if s.cmd != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-		s.cmd = nil
-	}
+func store(t *testing.T, srv *s3server.Server, secret string) *objectstore.Store {
+	st, err := srv.Store("backups", secret)
+	require.NoError(t, err)
+	return st
 }
 
 // fixture is what every backup test starts from: the MySQL install, n servers (the first
@@ -88,7 +51,7 @@ type fixture struct {
 	in      *mysqld.Install
 	servers []*mysqld.Instance
 	db      *sql.DB // the source, as root
-	srv     *s3Server
+	srv     *s3server.Server
 	st      *objectstore.Store
 }
 
@@ -101,32 +64,15 @@ func newFixture(t *testing.T, n, rows int, args ...string) *fixture {
 	f := &fixture{ctx: ctx, in: in, servers: mysqld.StartN(t, n, args...)}
 	f.db = source(t, ctx, f.servers[0], rows)
 	f.srv = s3(t)
-	f.st = store(t, f.srv.endpoint, "test-secret")
+	f.st = store(t, f.srv, s3server.SecretAccessKey)
 	require.NoError(t, f.st.CreateBucket(ctx))
 	return f
-}
-
-func store(t *testing.T, endpoint, secret string) *objectstore.Store {
-	st, err := objectstore.New(objectstore.Config{Endpoint: endpoint, Bucket: "backups", PathStyle: true,
-		AccessKeyID: "test", SecretAccessKey: secret})
-	require.NoError(t, err)
-	return st
 }
 
 // source is a server with the operator's accounts (AccountsSQL, as an instance's init
 // container runs it) and a schema of known rows.
 func source(t *testing.T, ctx context.Context, s *mysqld.Instance, rows int) *sql.DB {
-	in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: "root", Password: mysqld.RootPassword})
-	require.NoError(t, err)
-	defer in.Close()
-	accounts := os.Expand(resources.AccountsSQL, func(string) string { return backupPassword })
-	var stmts []string
-	for st := range strings.SplitSeq(accounts, ";\n") {
-		if st = strings.TrimSpace(st); st != "" {
-			stmts = append(stmts, st)
-		}
-	}
-	require.NoError(t, in.ExecUnlogged(ctx, stmts...))
+	require.NoError(t, s.CreateOperatorAccounts(ctx, backupPassword))
 	db, err := s.DB()
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
@@ -219,19 +165,17 @@ func TestALogicalBackupToS3RestoresTheSameRows(t *testing.T) {
 func TestLogicalBackupFailuresSayWhyAndStoreNothing(t *testing.T) {
 	f := newFixture(t, 1, 10)
 	ctx, in, servers, srv, good := f.ctx, f.in, f.servers, f.srv, f.st
-	endpoint := srv.endpoint
 	empty := func(what string) {
 		listed, err := good.List(ctx, "ns/")
 		require.NoError(t, err)
 		require.Empty(t, listed, "%s: nothing stored", what)
 	}
 
-	_, err := logical(servers[0], store(t, endpoint, "wrong"), in, t.TempDir()).Run(ctx)
+	_, err := logical(servers[0], store(t, srv, "wrong"), in, t.TempDir()).Run(ctx)
 	require.Equal(t, mysqlv1beta1.ReasonStorageAccessDenied, reason(err), "wrong credentials: %v", err)
 	empty("wrong credentials")
 
-	nobucket, err := objectstore.New(objectstore.Config{Endpoint: endpoint, Bucket: "missing", PathStyle: true,
-		AccessKeyID: "test", SecretAccessKey: "test-secret"})
+	nobucket, err := srv.Store("missing", s3server.SecretAccessKey)
 	require.NoError(t, err)
 	_, err = logical(servers[0], nobucket, in, t.TempDir()).Run(ctx)
 	require.Equal(t, mysqlv1beta1.ReasonStorageBucketNotFound, reason(err), "no bucket: %v", err)
@@ -248,7 +192,7 @@ func TestLogicalBackupFailuresSayWhyAndStoreNothing(t *testing.T) {
 	require.Equal(t, mysqlv1beta1.ReasonSourceUnreachable, reason(err), "no MySQL: %v", err)
 	empty("no MySQL")
 
-	srv.stop()
+	srv.Stop()
 	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
 	defer scancel()
 	_, err = logical(servers[0], good, in, t.TempDir()).Run(sctx)
@@ -331,13 +275,13 @@ func TestABackupWhoseUploadIsCutShortFails(t *testing.T) {
 	f := newFixture(t, 1, 0)
 	ctx, in, servers, srv, st := f.ctx, f.in, f.servers, f.srv, f.st
 	noisy(t, ctx, f.db)
-	l := logical(servers[0], cutter{Store: st, after: objectstore.PartSize + objectstore.PartSize/2, cut: srv.stop}, in, t.TempDir())
+	l := logical(servers[0], cutter{Store: st, after: objectstore.PartSize + objectstore.PartSize/2, cut: srv.Stop}, in, t.TempDir())
 	sctx, scancel := context.WithTimeout(ctx, time.Minute)
 	defer scancel()
 	_, err := l.Run(sctx)
 	require.Equal(t, mysqlv1beta1.ReasonStorageUnreachable, reason(err), "S3 gone mid-upload: %v", err)
 	require.Contains(t, err.Error(), "part 2", "the first part was stored, the second not")
-	srv.start()
+	require.NoError(t, srv.Restart())
 	listed, err := st.List(ctx, "ns/")
 	require.NoError(t, err)
 	require.Empty(t, listed, "no object from the cut upload")

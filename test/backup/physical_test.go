@@ -1,11 +1,8 @@
 package backup_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"errors"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -26,29 +23,6 @@ func physical(s *mysqld.Instance, st backup.Store, in *mysqld.Install, work stri
 	return backup.Physical{Mysqld: in.MysqldPath(), Work: work, Store: st, Cluster: "db", Name: "p1",
 		Key: "ns/db/base/p1/data.tar.zst", Source: backup.Source{Instance: "db-0", Host: "127.0.0.1", Port: s.Port(),
 			User: resources.BackupUser, Password: backupPassword}}
-}
-
-// untar writes a tar stream's folders and files under dir.
-func untar(t *testing.T, r io.Reader, dir string) {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		require.NoError(t, err)
-		p := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if h.Typeflag == tar.TypeDir {
-			require.NoError(t, os.MkdirAll(p, 0o750))
-			continue
-		}
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o750))
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
-		require.NoError(t, err)
-		_, err = io.Copy(f, tr)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-	}
 }
 
 func TestAPhysicalBackupToS3StartsAsAServerWithTheSameRows(t *testing.T) {
@@ -72,7 +46,7 @@ func TestAPhysicalBackupToS3StartsAsAServerWithTheSameRows(t *testing.T) {
 	require.NoError(t, err)
 	defer dec.Close()
 	dir := t.TempDir()
-	untar(t, dec, filepath.Join(dir, "data"))
+	require.NoError(t, backup.Unpack(dec, filepath.Join(dir, "data")))
 	restored, err := in.Start(ctx, mysqld.Options{Dir: dir, ServerID: 900})
 	require.NoError(t, err, "a server starts on the restored copy")
 	defer restored.Stop()

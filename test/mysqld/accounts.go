@@ -1,0 +1,31 @@
+package mysqld
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// CreateOperatorAccounts runs the operator's AccountsSQL, as an instance's init container
+// does (outside the binary log), with password for every account.
+func (i *Instance) CreateOperatorAccounts(ctx context.Context, password string) error {
+	in, err := mysql.Open(mysql.Config{Addr: i.Addr(), User: "root", Password: RootPassword})
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	var stmts []string
+	for st := range strings.SplitSeq(os.Expand(resources.AccountsSQL, func(string) string { return password }), ";\n") {
+		if st = strings.TrimSpace(st); st != "" {
+			stmts = append(stmts, st)
+		}
+	}
+	if err := in.ExecUnlogged(ctx, stmts...); err != nil {
+		return fmt.Errorf("creating the operator's accounts: %w", err)
+	}
+	return nil
+}
