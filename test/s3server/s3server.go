@@ -35,6 +35,9 @@ type Server struct {
 
 // Start runs a server on a free port with its objects in dir.
 func Start(dir string) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -1,5 +1,5 @@
-// Command backup measures backups and restores of one data set (--size-mb, 1024 by
-// default) with real mysqld instances and a real S3 server (versitygw), through the code
+// Command backup measures backups and restores of one data set (--size-mb MiB of 1 KiB
+// rows, 1024 by default) with real mysqld instances and a real S3 server (versitygw), through the code
 // a backup pod runs (internal/backup): a logical backup (mysqldump | zstd) and a physical
 // one (CLONE into a temporary server, tar | zstd), then their restores into empty servers
 // (the dump replayed with the mysql client; the copy unpacked and started). Each restore
@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,27 +132,28 @@ func run(sizeMB int) error {
 	return nil
 }
 
-// fill writes rows of 1 KiB (half random hex, half repeated: it compresses about as
-// application rows do) until the table holds sizeMB of data.
+// fill writes rows of 1 KiB (half random hex: four SHA-512s of RAND(); half one repeated
+// word), 8192 to a statement, until the rows hold sizeMB: zstd keeps about a quarter.
 func fill(ctx context.Context, db *sql.DB, sizeMB int) error {
-	for _, q := range []string{"CREATE DATABASE bench",
-		"CREATE TABLE bench.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, payload VARCHAR(1024))"} {
+	stmts := []string{"CREATE DATABASE bench",
+		"CREATE TABLE bench.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, payload VARCHAR(1024))",
+		"CREATE TABLE bench.seq (i INT AUTO_INCREMENT PRIMARY KEY)", "INSERT INTO bench.seq VALUES (NULL)"}
+	for range 13 { // 2^13 rows
+		stmts = append(stmts, "INSERT INTO bench.seq (i) SELECT NULL FROM bench.seq")
+	}
+	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {
-			return err
+			return fmt.Errorf("filling: %s: %w", q, err)
 		}
 	}
-	const row = "REPEAT(MD5(RAND()), 16), REPEAT('dolphin-', 64)"
-	rows := sizeMB * 1024 // 1 KiB each
-	for done := 0; done < rows; {
-		n := min(rows-done, 10000)
-		if _, err := db.ExecContext(ctx, fmt.Sprintf(
-			"INSERT /*+ SET_VAR(cte_max_recursion_depth = 20000) */ INTO bench.t (payload) SELECT CONCAT(%s) FROM (WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM s WHERE i < %d) SELECT i FROM s) x",
-			row, n)); err != nil {
+	for done := 0; done < sizeMB*1024; done += 8192 {
+		if _, err := db.ExecContext(ctx, "INSERT INTO bench.t (payload) "+
+			"SELECT CONCAT(SHA2(RAND(), 512), SHA2(RAND(), 512), SHA2(RAND(), 512), SHA2(RAND(), 512), REPEAT('dolphin-', 64)) FROM bench.seq"); err != nil {
 			return fmt.Errorf("filling: %w", err)
 		}
-		done += n
 	}
-	return nil
+	_, err := db.ExecContext(ctx, "DROP TABLE bench.seq")
+	return err
 }
 
 // summary is the table's row count and CHECKSUM TABLE: what a restore must equal.
@@ -168,17 +170,26 @@ func summary(ctx context.Context, db *sql.DB) (string, error) {
 	return fmt.Sprintf("%d rows, checksum %d", n, sum.Int64), nil
 }
 
-func restoreLogical(ctx context.Context, in *mysqld.Install, st *objectstore.Store, key string, target *mysqld.Instance, want string) error {
+// fetch opens a stored object, decompressed; done closes it.
+func fetch(ctx context.Context, st *objectstore.Store, key string) (io.Reader, func(), error) {
 	r, err := st.Get(ctx, key)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer r.Close()
 	dec, err := zstd.NewReader(r)
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	return dec, func() { dec.Close(); r.Close() }, nil
+}
+
+func restoreLogical(ctx context.Context, in *mysqld.Install, st *objectstore.Store, key string, target *mysqld.Instance, want string) error {
+	dec, done, err := fetch(ctx, st, key)
 	if err != nil {
 		return err
 	}
-	defer dec.Close()
+	defer done()
 	cmd := exec.CommandContext(ctx, in.ClientPath("mysql"), "--no-defaults", "-h127.0.0.1", fmt.Sprintf("-P%d", target.Port()),
 		"-uroot", "-p"+mysqld.RootPassword)
 	cmd.Stdin = dec
@@ -189,16 +200,11 @@ func restoreLogical(ctx context.Context, in *mysqld.Install, st *objectstore.Sto
 }
 
 func restorePhysical(ctx context.Context, in *mysqld.Install, st *objectstore.Store, key, dir, want string) error {
-	r, err := st.Get(ctx, key)
+	dec, done, err := fetch(ctx, st, key)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	dec, err := zstd.NewReader(r)
-	if err != nil {
-		return err
-	}
-	defer dec.Close()
+	defer done()
 	if err := backup.Unpack(dec, filepath.Join(dir, "data")); err != nil {
 		return err
 	}
