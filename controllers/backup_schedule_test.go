@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -88,4 +89,43 @@ func TestRetentionExpires(t *testing.T) {
 			require.Equal(t, tc.want, got)
 		})
 	}
+}
+
+func TestASchedulePicksUpFromWhereItWas(t *testing.T) {
+	now := at("2026-12-02T02:00:30Z")
+	newCluster := func(last *metav1.Time, suspend bool) *mysqlv1beta1.MySQLCluster {
+		return &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns",
+			CreationTimestamp: metav1.Time{Time: now.Add(-7 * 24 * time.Hour)}},
+			Spec:   mysqlv1beta1.MySQLClusterSpec{Backup: &mysqlv1beta1.BackupSpec{Schedule: "0 * * * *", Suspend: suspend}},
+			Status: mysqlv1beta1.MySQLClusterStatus{Backup: mysqlv1beta1.BackupStatus{LastScheduleTime: last}}}
+	}
+	created := func(t *testing.T, c *mysqlv1beta1.MySQLCluster) (*state, []string) {
+		r, _ := fakeReconciler(t)
+		r.Now = func() time.Time { return now }
+		st := &state{cluster: c}
+		require.NoError(t, r.schedule(context.Background(), st))
+		list := &mysqlv1beta1.MySQLBackupList{}
+		require.NoError(t, r.List(context.Background(), list))
+		var names []string
+		for _, b := range list.Items {
+			names = append(names, b.Name)
+		}
+		return st, names
+	}
+
+	// A schedule seen for the first time does not run the due time before it.
+	st, names := created(t, newCluster(nil, false))
+	require.Empty(t, names, "a week-old cluster given a schedule now")
+	require.Equal(t, now, st.lastScheduled)
+	require.Equal(t, at("2026-12-02T03:00:00Z"), st.nextBackup)
+
+	// Known since before 02:00: the 02:00 backup is created.
+	st, names = created(t, newCluster(&metav1.Time{Time: at("2026-12-02T01:00:00Z")}, false))
+	require.Equal(t, []string{"db-20261202-0200"}, names)
+	require.Equal(t, at("2026-12-02T02:00:00Z"), st.lastScheduled)
+
+	// Suspended: 02:00 passes unrun, and is marked as reached.
+	st, names = created(t, newCluster(&metav1.Time{Time: at("2026-12-02T01:00:00Z")}, true))
+	require.Empty(t, names)
+	require.Equal(t, at("2026-12-02T02:00:00Z"), st.lastScheduled)
 }

@@ -230,15 +230,16 @@ func (r *MySQLClusterReconciler) reconcileBackup(ctx context.Context, st *state)
 // schedule creates the scheduled backup that is due, if any, and notes when the next is.
 func (r *MySQLClusterReconciler) schedule(ctx context.Context, st *state) error {
 	c := st.cluster
-	if c.Spec.Backup.Suspend {
-		return nil
-	}
 	sched, err := mysqlv1beta1.ParseSchedule(c.Spec.Backup.Schedule)
 	if err != nil {
 		return fmt.Errorf("spec.backup.schedule: %w", err) // validation refuses it first
 	}
-	// Due times are in UTC.
-	in := scheduleInput{now: r.now().UTC(), schedule: sched, since: c.CreationTimestamp.UTC()}
+	// Due times are in UTC. A schedule seen for the first time runs from now on; after
+	// that, from the last due time it reached or the newest scheduled backup's.
+	in := scheduleInput{now: r.now().UTC(), schedule: sched, since: r.now().UTC()}
+	if last := c.Status.Backup.LastScheduleTime; last != nil {
+		in.since = last.UTC()
+	}
 	for _, b := range st.backups {
 		due, ok := scheduledAt(&b)
 		if !ok {
@@ -251,11 +252,20 @@ func (r *MySQLClusterReconciler) schedule(ctx context.Context, st *state) error 
 			in.running = true
 		}
 	}
+	st.lastScheduled = in.since
+	if c.Spec.Backup.Suspend {
+		// Due times pass unrun while suspended: resuming does not catch up on them.
+		if due := decideSchedule(in).due; !due.IsZero() {
+			st.lastScheduled = due
+		}
+		return nil
+	}
 	d := decideSchedule(in)
 	st.nextBackup = d.next
 	if d.due.IsZero() {
 		return nil
 	}
+	st.lastScheduled = d.due
 	b := resources.ScheduledBackup(c, d.due)
 	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("while creating scheduled backup %s: %w", b.Name, err)

@@ -111,6 +111,8 @@ type state struct {
 	// the schedule is due next (zero: no schedule).
 	backups    []mysqlv1beta1.MySQLBackup
 	nextBackup time.Time
+	// lastScheduled is the last due time the schedule reached (zero: no schedule).
+	lastScheduled time.Time
 }
 
 // step is one stage of a pass.

@@ -219,6 +219,9 @@ func backupStatus(c *mysqlv1beta1.MySQLCluster, st *state) mysqlv1beta1.BackupSt
 	if c.Spec.Backup != nil && !c.Spec.Backup.Suspend && !st.nextBackup.IsZero() {
 		bs.NextScheduled = &metav1.Time{Time: st.nextBackup}
 	}
+	if c.Spec.Backup != nil && !st.lastScheduled.IsZero() {
+		bs.LastScheduleTime = &metav1.Time{Time: st.lastScheduled}
+	}
 	return bs
 }
 

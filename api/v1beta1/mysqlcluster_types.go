@@ -421,6 +421,10 @@ type BackupStatus struct {
 	// NextScheduled is when the next backup starts.
 	// +optional
 	NextScheduled *metav1.Time `json:"nextScheduled,omitempty"`
+	// LastScheduleTime is the last due time the schedule reached: a backup was created
+	// for it, or it passed while backups were suspended. Due times before it are not run.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 }
 
 // MySQLCluster is a MySQL cluster with one primary and replicas kept in sync with GTID

@@ -202,9 +202,10 @@ func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 	// oldest completed one (full) goes with its Job and its stored objects.
 	require.NoError(t, s3.Start(ctx))
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
+	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.Backup = &mysqlv1beta1.BackupSpec{Schedule: "* * * * *", Target: good,
 		Retention: mysqlv1beta1.BackupRetention{Count: new(int32(2))}}
-	require.NoError(t, k8s.Update(ctx, c))
+	require.NoError(t, k8s.Patch(ctx, c, patch)) // a patch: the operator writes the status meanwhile
 	var scheduled *mysqlv1beta1.MySQLBackup
 	waitFor(t, 150*time.Second, "a scheduled backup to complete", func() error {
 		list := &mysqlv1beta1.MySQLBackupList{}
@@ -254,8 +255,10 @@ func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
+	patch = client.MergeFrom(c.DeepCopy())
 	c.Spec.Backup.Suspend = true
-	require.NoError(t, k8s.Update(ctx, c))
+	require.NoError(t, k8s.Patch(ctx, c, patch))
+	require.NotNil(t, c.Status.Backup.LastScheduleTime)
 }
 
 // lastBackup checks the cluster's LastBackupSucceeded condition.
