@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -75,6 +76,9 @@ func (r *MySQLBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	b.Status = out.status
 	b.Status.ObservedGeneration = b.Generation
+	if equality.Semantic.DeepEqual(observed.Status, b.Status) {
+		return ctrl.Result{RequeueAfter: out.requeue}, nil // nothing new: no write
+	}
 	if err := r.Status().Patch(ctx, b, client.MergeFrom(observed)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("while writing the backup's status: %w", err)
 	}

@@ -191,3 +191,17 @@ func TestABackupCompletedInS3KeepsItsDataUntilItIsDeleted(t *testing.T) {
 	require.NoError(t, r.Get(context.Background(), client.ObjectKeyFromObject(got), got))
 	require.Contains(t, got.Finalizers, BackupDataFinalizer)
 }
+
+// A pass that learns nothing new writes nothing: a running backup whose Job has not ended.
+func TestARunningBackupIsNotWrittenUntilSomethingChanges(t *testing.T) {
+	b := testBackup(backupNow.Add(-time.Minute), mysqlv1beta1.BackupPhaseRunning)
+	b.Status.ObservedGeneration, b.Status.Job = 1, resources.BackupJobName(b)
+	job := endedJob(b, batchv1.JobComplete, "", "")[0].(*batchv1.Job)
+	job.Status.Conditions = nil
+	r, _ := backupReconciler(t, job, testBackupCluster(true), b)
+	before := &mysqlv1beta1.MySQLBackup{}
+	require.NoError(t, r.Get(context.Background(), client.ObjectKeyFromObject(b), before))
+	after, _ := reconcileBackup(t, r)
+	require.Equal(t, before.ResourceVersion, after.ResourceVersion, "no write")
+	require.Equal(t, mysqlv1beta1.BackupPhaseRunning, after.Status.Phase)
+}
