@@ -7,6 +7,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,13 +97,12 @@ func (r *MySQLBackupReconciler) announce(old, b *mysqlv1beta1.MySQLBackup) {
 	}
 }
 
-func failedCondition(b *mysqlv1beta1.MySQLBackup) struct{ Reason, Message string } {
-	for _, c := range b.Status.Conditions {
-		if c.Type == mysqlv1beta1.BackupConditionFailed {
-			return struct{ Reason, Message string }{c.Reason, c.Message}
-		}
+// failedCondition is a failed backup's Failed condition (failed() always sets one).
+func failedCondition(b *mysqlv1beta1.MySQLBackup) metav1.Condition {
+	if c := meta.FindStatusCondition(b.Status.Conditions, mysqlv1beta1.BackupConditionFailed); c != nil {
+		return *c
 	}
-	return struct{ Reason, Message string }{mysqlv1beta1.ReasonBackupFailed, "failed"}
+	return metav1.Condition{Reason: mysqlv1beta1.ReasonBackupFailed, Message: "failed"}
 }
 
 // SetupWithManager watches backups and the Jobs they own.

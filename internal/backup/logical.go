@@ -198,7 +198,7 @@ func dumpFailure(err error, stderr string) error {
 // and the binary log coordinates) and its last bytes (the completion trailer).
 type dumpScanner struct {
 	head []byte
-	last []byte
+	last tail
 }
 
 const headMax = 1 << 20
@@ -207,15 +207,11 @@ func (d *dumpScanner) Write(p []byte) (int, error) {
 	if room := headMax - len(d.head); room > 0 {
 		d.head = append(d.head, p[:min(room, len(p))]...)
 	}
-	d.last = append(d.last, p...)
-	if len(d.last) > 4096 {
-		d.last = append(d.last[:0], d.last[len(d.last)-1024:]...)
-	}
-	return len(p), nil
+	return d.last.Write(p)
 }
 
 func (d *dumpScanner) complete() bool {
-	return bytes.Contains(d.last, []byte("\n-- Dump completed"))
+	return bytes.Contains(d.last.b, []byte("\n-- Dump completed"))
 }
 
 var (

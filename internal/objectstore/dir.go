@@ -17,12 +17,6 @@ import (
 type Dir struct {
 	// Root is the folder; Claim names its volume in URLs (pvc://claim/key).
 	Root, Claim string
-	Prefix      string
-}
-
-// Key joins parts under the store's prefix.
-func (d *Dir) Key(parts ...string) string {
-	return strings.TrimPrefix(filepath.ToSlash(filepath.Join(append([]string{d.Prefix}, parts...)...)), "/")
 }
 
 // URL is where key is: pvc://claim/key.

@@ -64,8 +64,7 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 			t.Errorf("%+v accepted", cfg)
 		}
 	}
-	s, err := New(Config{Bucket: "b", Prefix: "/prod/", AccessKeyID: "a", SecretAccessKey: "b"})
-	if err != nil || s.Key("ns", "x") != "prod/ns/x" {
-		t.Errorf("%v %v", s, err)
+	if _, err := New(Config{Bucket: "b", AccessKeyID: "a", SecretAccessKey: "b"}); err != nil {
+		t.Errorf("a bucket and keys are enough: %v", err)
 	}
 }

@@ -17,8 +17,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,8 +34,6 @@ type Config struct {
 	Endpoint string
 	Region   string
 	Bucket   string
-	// Prefix is put before every key (no leading or trailing slash needed).
-	Prefix string
 	// PathStyle addresses the bucket in the path (endpoint/bucket/key), as most
 	// S3-compatible servers want, rather than as a host name.
 	PathStyle                    bool
@@ -46,11 +42,10 @@ type Config struct {
 	CABundle []byte
 }
 
-// Store is one bucket under one prefix.
+// Store is one bucket; keys are whole (resources.BackupKey puts a target's prefix in).
 type Store struct {
 	client *s3.Client
 	bucket string
-	prefix string
 }
 
 // New checks cfg and returns its store; it makes no request.
@@ -94,12 +89,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Endpoint != "" {
 		opts.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
-	return &Store{client: s3.New(opts), bucket: cfg.Bucket, prefix: strings.Trim(cfg.Prefix, "/")}, nil
-}
-
-// Key joins parts under the store's prefix.
-func (s *Store) Key(parts ...string) string {
-	return path.Join(append([]string{s.prefix}, parts...)...)
+	return &Store{client: s3.New(opts), bucket: cfg.Bucket}, nil
 }
 
 // URL is where key is, for status and humans: s3://bucket/key.
@@ -197,8 +187,7 @@ type Info struct {
 	LastModified time.Time
 }
 
-// List returns every object whose key begins with prefix (a key of this store's, as
-// Key makes it).
+// List returns every object whose key begins with prefix.
 func (s *Store) List(ctx context.Context, prefix string) ([]Info, error) {
 	var out []Info
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &prefix})
