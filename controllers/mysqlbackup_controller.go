@@ -143,7 +143,7 @@ func (r *MySQLBackupReconciler) start(ctx context.Context, b *mysqlv1beta1.MySQL
 			"spec.target.pvc must name an existing claim (claimName)")}, nil
 	}
 	if r.OperatorImage == "" {
-		return outcome{status: failed(st, now, mysqlv1beta1.ReasonBackupPodFailed,
+		return outcome{status: failed(st, now, mysqlv1beta1.ReasonNoOperatorImage,
 			"the operator does not know its own image, which backup pods run (set DOLPHIN_OPERATOR_IMAGE)")}, nil
 	}
 	source, why, err := r.pickSource(ctx, c)

@@ -91,7 +91,7 @@ func TestABackupThatCannotStartFailsAtOnceWithItsReason(t *testing.T) {
 	}{
 		{name: "no cluster", reason: mysqlv1beta1.ReasonClusterNotFound},
 		{name: "no target", objs: []client.Object{testBackupCluster(false)}, reason: mysqlv1beta1.ReasonNoBackupTarget},
-		{name: "no operator image", objs: []client.Object{testBackupCluster(true)}, reason: mysqlv1beta1.ReasonBackupPodFailed, noImage: true},
+		{name: "no operator image", objs: []client.Object{testBackupCluster(true)}, reason: mysqlv1beta1.ReasonNoOperatorImage, noImage: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, rec := backupReconciler(t, append(tc.objs, testBackup(backupNow, ""))...)

@@ -28,7 +28,7 @@ func (r *MySQLBackupReconciler) observe(ctx context.Context, b *mysqlv1beta1.MyS
 		return outcome{status: st}, nil // the Job's own events bring us back
 	}
 	now := r.now()
-	res, err := r.report(ctx, job)
+	res, err := jobReport(ctx, r.Client, job, resources.BackupContainer)
 	switch {
 	case err == nil && res.Manifest != nil && cond.Type == batchv1.JobComplete:
 		return outcome{status: completed(st, now, res.Manifest)}, nil
@@ -58,18 +58,19 @@ func jobEnd(job *batchv1.Job) *batchv1.JobCondition {
 	return nil
 }
 
-// report is the result the Job's pod left in its backup container's termination
-// message; errNoReport (with what the kubelet said, if anything) when there is none.
-func (r *MySQLBackupReconciler) report(ctx context.Context, job *batchv1.Job) (backup.Result, error) {
+// jobReport is the result a backup's or restore's Job pod left in its container's
+// termination message; errNoReport (with what the kubelet said, if anything) when there
+// is none.
+func jobReport(ctx context.Context, r client.Reader, job *batchv1.Job, container string) (backup.Result, error) {
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return backup.Result{}, fmt.Errorf("while listing the backup's pods: %w", err)
+		return backup.Result{}, fmt.Errorf("while listing Job %s's pods: %w", job.Name, err)
 	}
 	said := ""
 	for _, p := range pods.Items {
 		for _, cs := range p.Status.ContainerStatuses {
 			t := cs.State.Terminated
-			if cs.Name != resources.BackupContainer || t == nil {
+			if cs.Name != container || t == nil {
 				continue
 			}
 			if res, err := backup.DecodeResult(t.Message); err == nil {

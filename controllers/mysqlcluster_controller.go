@@ -7,6 +7,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,7 +44,10 @@ type MySQLClusterReconciler struct {
 	Scheme   *runtime.Scheme
 	Recorder recorder.EventRecorder
 	Images   resources.Images
-	Topology TopologyManager
+	// OperatorImage is the image restore pods take the operator's binary from; empty when
+	// unknown (a restore then cannot run).
+	OperatorImage string
+	Topology      TopologyManager
 	// MaxConcurrentReconciles is how many clusters are reconciled at once (default 1).
 	MaxConcurrentReconciles int
 	// Now is the clock (certificates' renewal); time.Now when nil.
@@ -58,6 +62,7 @@ type MySQLClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlbackups,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors;prometheusrules,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -113,6 +118,8 @@ type state struct {
 	nextBackup time.Time
 	// lastScheduled is the last due time the schedule reached (zero: no schedule).
 	lastScheduled time.Time
+	// restore is what the restore step learned (nil: no spec.bootstrap.fromBackup).
+	restore *restoreState
 }
 
 // step is one stage of a pass.
@@ -137,6 +144,7 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 		{"tls", r.reconcileTLS},
 		{"config", r.reconcileConfig},
 		{"services", r.reconcileServices},
+		{"restore", r.reconcileRestore},
 		{"statefulset", r.reconcileStatefulSet},
 		{"disruption budget", r.reconcilePDB},
 		{"backup", r.reconcileBackup},
@@ -150,6 +158,10 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 					"Reconcile", "Step %s failed: %v", s.name, err)
 			}
 			return ctrl.Result{}, fmt.Errorf("step %s: %w", s.name, err)
+		}
+		if st.restore != nil && st.restore.hold {
+			// No instance starts before its data is in place.
+			return r.requeueRestore(st), nil
 		}
 	}
 	return r.requeue(st), nil
@@ -171,6 +183,19 @@ func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	return ctrl.Result{RequeueAfter: after}
 }
 
+// requeueRestore asks for the next pass of a restore waiting for its backup; one that
+// waits for its Job is brought back by the Job's changes, and one that failed by a change
+// of the spec or the Job's deletion.
+func (r *MySQLClusterReconciler) requeueRestore(st *state) ctrl.Result {
+	switch st.restore.cond.Reason {
+	case mysqlv1beta1.ReasonBackupNotFound, mysqlv1beta1.ReasonBackupNotCompleted:
+		if !st.restore.failed {
+			return ctrl.Result{RequeueAfter: restoreRecheck}
+		}
+	}
+	return ctrl.Result{}
+}
+
 // finalize keeps what the deletion policy retains, tells the topology manager, and lets
 // the cluster go. Children it owns are removed by the garbage collector afterwards.
 func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.MySQLCluster) error {
@@ -183,6 +208,8 @@ func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.M
 		if err := r.orphanRetained(ctx, c); err != nil {
 			return err
 		}
+	} else if err := r.deleteUnusedRestoreClaim(ctx, c); err != nil {
+		return err
 	}
 	fctx, cancel := context.WithTimeout(ctx, forgetTimeout)
 	defer cancel()
@@ -265,6 +292,7 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&batchv1.Job{}).
 		Watches(&mysqlv1beta1.MySQLBackup{}, handler.EnqueueRequestsFromMapFunc(backupCluster)).
 		Named("mysqlcluster").
 		Complete(r)

@@ -83,7 +83,8 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 			Primary:  fmt.Sprintf("%s.%s.svc:%d", resources.PrimaryServiceName(c), c.Namespace, resources.MySQLPort),
 			Replicas: fmt.Sprintf("%s.%s.svc:%d", resources.ReplicasServiceName(c), c.Namespace, resources.MySQLPort),
 		},
-		Backup: backupStatus(c, st),
+		Backup:  backupStatus(c, st),
+		Restore: old.Restore.DeepCopy(),
 	}
 	if ro.rolledOut {
 		s.Version = c.Spec.MySQL.Version
@@ -94,9 +95,18 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 	}
 	topoOK := !st.topology.Managed || (st.topology.Healthy && st.topology.CurrentPrimary != "")
 	ready := st.invalid == nil && stepErr == nil && ro.rolledOut && ro.ready == ro.desired && topoOK
+	rs := st.restore
+	if rs != nil {
+		s.Restore = rs.status.DeepCopy()
+		set(rs.cond.Type, rs.cond.Status, rs.cond.Reason, rs.cond.Message)
+	} else if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.FromBackup == nil {
+		meta.RemoveStatusCondition(&s.Conditions, mysqlv1beta1.ConditionRestored)
+	}
 	switch {
 	case st.invalid != nil:
 		set(mysqlv1beta1.ConditionReady, metav1.ConditionFalse, mysqlv1beta1.ReasonInvalidSpec, st.invalid.Error())
+	case rs != nil && rs.hold:
+		set(mysqlv1beta1.ConditionReady, metav1.ConditionFalse, rs.cond.Reason, "no instance runs until the backup is restored: "+rs.cond.Message)
 	case ready:
 		msg := fmt.Sprintf("%d/%d instances ready", ro.ready, ro.desired)
 		if !st.topology.Managed {
@@ -109,6 +119,15 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 	}
 	setProgressing(set, st, ro)
 	degraded := setDegraded(set, st, stepErr)
+	if rs != nil && rs.hold {
+		// Only the restore is going on: the instances' conditions wait for it.
+		if rs.failed {
+			set(mysqlv1beta1.ConditionProgressing, metav1.ConditionFalse, rs.cond.Reason, rs.cond.Message)
+			set(mysqlv1beta1.ConditionDegraded, metav1.ConditionTrue, rs.cond.Reason, rs.cond.Message)
+		} else {
+			set(mysqlv1beta1.ConditionProgressing, metav1.ConditionTrue, rs.cond.Reason, rs.cond.Message)
+		}
+	}
 	if st.topology.Managed {
 		ok := metav1.ConditionFalse
 		if st.topology.Healthy {
@@ -193,7 +212,7 @@ func phase(c *mysqlv1beta1.MySQLCluster, old mysqlv1beta1.ClusterPhase, st *stat
 	switch {
 	case c.Spec.Paused:
 		return mysqlv1beta1.PhasePaused
-	case st.invalid != nil:
+	case st.invalid != nil, st.restore != nil && st.restore.failed:
 		return mysqlv1beta1.PhaseFailed
 	case degraded:
 		return mysqlv1beta1.PhaseDegraded

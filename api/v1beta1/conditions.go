@@ -17,6 +17,10 @@ const (
 	// ConditionLastBackupSucceeded: the cluster's newest ended backup completed (absent
 	// until one has ended).
 	ConditionLastBackupSucceeded = "LastBackupSucceeded"
+	// ConditionRestored: the data of spec.bootstrap.fromBackup is in place (absent
+	// without spec.bootstrap.fromBackup). False while it is being restored, or with the
+	// reason it cannot be.
+	ConditionRestored = "Restored"
 )
 
 // Condition reasons (CamelCase, as metav1.Condition requires).
@@ -100,6 +104,35 @@ const (
 	// ReasonBackupPodFailed: the backup's pod ended without a report of its own (killed,
 	// evicted, out of memory, its node lost) or could not run the dump.
 	ReasonBackupPodFailed = "BackupPodFailed"
+)
+
+// Reasons of a MySQLCluster's Restored condition (with the storage reasons above, and
+// DeadlineExceeded, when reading the backup failed for that reason).
+const (
+	// ReasonRestoreCompleted: the backup's data is in place with the backup's GTID set.
+	ReasonRestoreCompleted = "RestoreCompleted"
+	// ReasonRestoring: the restore's Job runs.
+	ReasonRestoring = "Restoring"
+	// ReasonBackupNotFound: the MySQLBackup named does not exist (yet).
+	ReasonBackupNotFound = "BackupNotFound"
+	// ReasonBackupNotCompleted: the MySQLBackup named has not completed: it is still
+	// pending or running (the restore waits), or it failed (the restore cannot happen).
+	ReasonBackupNotCompleted = "BackupNotCompleted"
+	// ReasonBackupCorrupted: the stored data is not what the backup's status says (its
+	// SHA-256 or size differ, or it does not decompress).
+	ReasonBackupCorrupted = "BackupCorrupted"
+	// ReasonBackupDataMissing: nothing is stored where the backup's status says its data is.
+	ReasonBackupDataMissing = "BackupDataMissing"
+	// ReasonRestoreFailed: the data could not be restored: the temporary server did not
+	// start on it, the dump did not replay, or the GTID set restored is not the backup's.
+	ReasonRestoreFailed = "RestoreFailed"
+	// ReasonDataVolumeFull: the first instance's volume has no room for the data.
+	ReasonDataVolumeFull = "DataVolumeFull"
+	// ReasonRestorePodFailed: the restore's pod ended without a report of its own.
+	ReasonRestorePodFailed = "RestorePodFailed"
+	// ReasonNoOperatorImage: the operator does not know its own image, which restore and
+	// backup pods run.
+	ReasonNoOperatorImage = "NoOperatorImage"
 )
 
 // ClusterPhase is a one-word summary of a MySQLCluster for humans and printer columns;

@@ -9,6 +9,7 @@ import (
 // MySQLClusterSpec is the desired state of a MySQL cluster: one primary and
 // instances-1 replicas.
 // +kubebuilder:validation:XValidation:rule="!has(self.primary) || self.primary.matches('^.+-[0-9]+$')",message="primary must name an instance (<cluster>-<ordinal>)"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="bootstrap is set when the cluster is created: it cannot be added or removed later"
 type MySQLClusterSpec struct {
 	// Instances is the number of MySQL servers: one primary and the rest replicas.
 	// +kubebuilder:validation:Minimum=1
@@ -76,6 +77,13 @@ type MySQLClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Paused bool `json:"paused,omitempty"`
+
+	// Bootstrap fills a new cluster with data from a backup. It is set when the cluster
+	// is created and never changed.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap cannot change after the cluster is created"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Bootstrap"
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 }
 
 // DeletionPolicy is what happens to a cluster's data when the cluster is deleted.
@@ -369,7 +377,8 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase ClusterPhase `json:"phase,omitempty"`
-	// Conditions: Ready, Progressing, Degraded, ReplicationHealthy, LastBackupSucceeded.
+	// Conditions: Ready, Progressing, Degraded, ReplicationHealthy, LastBackupSucceeded,
+	// Restored.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -398,6 +407,10 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Backup"
 	Backup BackupStatus `json:"backup,omitempty"`
+	// Restore reports the restore of spec.bootstrap.fromBackup.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
+	Restore *RestoreStatus `json:"restore,omitempty"`
 }
 
 // ClusterEndpoints are host:port addresses of the cluster's Services.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -20,7 +21,7 @@ func (c *MySQLCluster) Validate() field.ErrorList {
 	var errs field.ErrorList
 	for _, check := range []func(*MySQLCluster) field.ErrorList{
 		validateInstances, validateVersion, validateConfig, validateStorage, validatePrimary,
-		validateReplication, validateTLS, validateBackup,
+		validateReplication, validateTLS, validateBackup, validateBootstrap,
 	} {
 		errs = append(errs, check(c)...)
 	}
@@ -32,7 +33,36 @@ func (c *MySQLCluster) ValidateChange(old *MySQLCluster) field.ErrorList {
 	errs := c.Validate()
 	errs = append(errs, validateVersionChange(old, c)...)
 	errs = append(errs, validateStorageChange(old, c)...)
+	errs = append(errs, validateBootstrapChange(old, c)...)
 	return errs
+}
+
+func validateBootstrap(c *MySQLCluster) field.ErrorList {
+	b := c.Spec.Bootstrap
+	if b == nil {
+		return nil
+	}
+	p := specPath.Child("bootstrap")
+	if b.FromBackup == nil {
+		return field.ErrorList{field.Required(p.Child("fromBackup"), "the backup the cluster is restored from")}
+	}
+	var errs field.ErrorList
+	if b.FromBackup.Name == "" {
+		errs = append(errs, field.Required(p.Child("fromBackup", "name"), "the MySQLBackup the cluster is restored from"))
+	}
+	if t := b.FromBackup.Timeout; t != nil && t.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("fromBackup", "timeout"), t.Duration.String(), "must be positive"))
+	}
+	return errs
+}
+
+// validateBootstrapChange keeps bootstrap as the cluster was created with: it says where
+// the data came from.
+func validateBootstrapChange(old, c *MySQLCluster) field.ErrorList {
+	if equality.Semantic.DeepEqual(old.Spec.Bootstrap, c.Spec.Bootstrap) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(specPath.Child("bootstrap"), "bootstrap is set when the cluster is created and never changed")}
 }
 
 func validateInstances(c *MySQLCluster) field.ErrorList {

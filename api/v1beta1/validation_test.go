@@ -276,3 +276,40 @@ func TestBackupValidation(t *testing.T) {
 	noCluster.Spec.Cluster = ""
 	expect(t, noCluster.Validate(), map[string]string{"spec.cluster": "Required"})
 }
+
+func TestValidateBootstrap(t *testing.T) {
+	from := func(name string, timeout time.Duration) func(*MySQLCluster) {
+		return func(c *MySQLCluster) {
+			c.Spec.Bootstrap = &BootstrapSpec{FromBackup: &BootstrapFromBackup{Name: name}}
+			if timeout != 0 {
+				c.Spec.Bootstrap.FromBackup.Timeout = &metav1.Duration{Duration: timeout}
+			}
+		}
+	}
+	for name, tc := range map[string]struct {
+		c    *MySQLCluster
+		want map[string]string
+	}{
+		"none":               {cluster(), nil},
+		"a backup":           {cluster(from("nightly", 0)), nil},
+		"with a timeout":     {cluster(from("nightly", time.Hour)), nil},
+		"no source":          {cluster(func(c *MySQLCluster) { c.Spec.Bootstrap = &BootstrapSpec{} }), map[string]string{"spec.bootstrap.fromBackup": "Required"}},
+		"no name":            {cluster(from("", 0)), map[string]string{"spec.bootstrap.fromBackup.name": "Required"}},
+		"a negative timeout": {cluster(from("nightly", -time.Second)), map[string]string{"spec.bootstrap.fromBackup.timeout": "positive"}},
+	} {
+		t.Run(name, func(t *testing.T) { expect(t, validateBootstrap(tc.c), tc.want) })
+	}
+	withBackup := func(name string) func(*MySQLCluster) { return from(name, 0) }
+	for name, tc := range map[string]struct {
+		old, c *MySQLCluster
+		want   map[string]string
+	}{
+		"unchanged":      {cluster(withBackup("a")), cluster(withBackup("a")), nil},
+		"another backup": {cluster(withBackup("a")), cluster(withBackup("b")), map[string]string{"spec.bootstrap": "never changed"}},
+		"added later":    {cluster(), cluster(withBackup("a")), map[string]string{"spec.bootstrap": "never changed"}},
+		"removed":        {cluster(withBackup("a")), cluster(), map[string]string{"spec.bootstrap": "never changed"}},
+		"never had any":  {cluster(), cluster(), nil},
+	} {
+		t.Run("change/"+name, func(t *testing.T) { expect(t, validateBootstrapChange(tc.old, tc.c), tc.want) })
+	}
+}

@@ -192,11 +192,13 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	if err := mgr.Add(topo); err != nil {
 		return fmt.Errorf("the topology manager: %w", err)
 	}
+	image := operatorImage(mgr.GetAPIReader())
 	if err := (&controllers.MySQLClusterReconciler{
 		Client:                  mgr.GetClient(),
 		Scheme:                  mgr.GetScheme(),
 		Recorder:                mgr.GetEventRecorder("dolphin-operator"),
 		Images:                  resources.ImagesFromEnv(os.Getenv),
+		OperatorImage:           image,
 		Topology:                topo,
 		MaxConcurrentReconciles: o.maxConcurrent,
 	}).SetupWithManager(mgr); err != nil {
@@ -207,7 +209,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		Scheme:        mgr.GetScheme(),
 		Recorder:      mgr.GetEventRecorder("dolphin-operator"),
 		Images:        resources.ImagesFromEnv(os.Getenv),
-		OperatorImage: operatorImage(mgr.GetAPIReader()),
+		OperatorImage: image,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("the MySQLBackup controller: %w", err)
 	}

@@ -21,12 +21,13 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/objectstore"
 )
 
-// The manager's pod-side commands: the operator's own binary, copied into a backup
-// Job's pod by its init container ("install"), runs the backup there ("backup"), beside
-// the MySQL image's mysqldump.
+// The manager's pod-side commands: the operator's own binary, copied into a backup or
+// restore Job's pod by its init container ("install"), runs the backup ("backup") or the
+// restore ("restore") there, beside the MySQL image's mysqld, mysqldump and mysql.
 const (
 	cmdInstall = "install"
 	cmdBackup  = "backup"
+	cmdRestore = "restore"
 )
 
 // runTool runs the pod-side command args names, if it names one.
@@ -43,6 +44,8 @@ func runTool(args []string) (bool, int) {
 		return true, 0
 	case cmdBackup:
 		return true, runBackup(args[1:])
+	case cmdRestore:
+		return true, runRestore(args[1:])
 	}
 	return false, 0
 }
@@ -72,17 +75,39 @@ func install(args []string) error {
 	return out.Close()
 }
 
-// backupFlags are the backup command's settings; secrets come from the environment.
-type backupFlags struct {
-	cluster, name, key, method     string
-	instance, host, user           string
-	port                           int
-	mysqldump, mysqld, work        string
-	tmp, report                    string
+// storeFlags say where backups are; the S3 credentials come from the environment.
+type storeFlags struct {
 	s3Endpoint, s3Region, s3Bucket string
 	s3CAFile, dir, claim           string
 	s3PathStyle                    bool
-	timeout                        time.Duration
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", "the S3 endpoint URL")
+	fs.StringVar(&f.s3Region, "s3-region", "", "the bucket's region")
+	fs.StringVar(&f.s3Bucket, "s3-bucket", "", "the bucket (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	fs.BoolVar(&f.s3PathStyle, "s3-path-style", false, "path-style bucket addressing")
+	fs.StringVar(&f.s3CAFile, "s3-ca-file", "", "PEM certificates for the endpoint")
+	fs.StringVar(&f.dir, "dir", "", "a mounted volume's folder instead of S3")
+	fs.StringVar(&f.claim, "claim", "", "that volume's claim, for the location")
+}
+
+func (f storeFlags) check() error {
+	if (f.s3Bucket == "") == (f.dir == "") {
+		return errors.New("exactly one of --s3-bucket and --dir is required")
+	}
+	return nil
+}
+
+// backupFlags are the backup command's settings; secrets come from the environment.
+type backupFlags struct {
+	storeFlags
+	cluster, name, key, method string
+	instance, host, user       string
+	port                       int
+	mysqldump, mysqld, work    string
+	tmp, report                string
+	timeout                    time.Duration
 }
 
 func parseBackupFlags(args []string) (backupFlags, error) {
@@ -101,13 +126,7 @@ func parseBackupFlags(args []string) (backupFlags, error) {
 	fs.StringVar(&f.work, "work", "", "physical: a folder with room for the whole data set")
 	fs.StringVar(&f.tmp, "tmp", os.TempDir(), "a private folder")
 	fs.StringVar(&f.report, "report", "/dev/termination-log", "where the result goes")
-	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", "the S3 endpoint URL")
-	fs.StringVar(&f.s3Region, "s3-region", "", "the bucket's region")
-	fs.StringVar(&f.s3Bucket, "s3-bucket", "", "the bucket (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
-	fs.BoolVar(&f.s3PathStyle, "s3-path-style", false, "path-style bucket addressing")
-	fs.StringVar(&f.s3CAFile, "s3-ca-file", "", "PEM certificates for the endpoint")
-	fs.StringVar(&f.dir, "dir", "", "a mounted volume's folder instead of S3")
-	fs.StringVar(&f.claim, "claim", "", "that volume's claim, for the location")
+	f.storeFlags.register(fs)
 	fs.DurationVar(&f.timeout, "timeout", time.Hour, "the whole run's deadline")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -118,8 +137,8 @@ func parseBackupFlags(args []string) (backupFlags, error) {
 			return f, fmt.Errorf("--%s is required", name)
 		}
 	}
-	if (f.s3Bucket == "") == (f.dir == "") {
-		return f, errors.New("exactly one of --s3-bucket and --dir is required")
+	if err := f.check(); err != nil {
+		return f, err
 	}
 	switch mysqlv1beta1.BackupMethod(f.method) {
 	case mysqlv1beta1.BackupMethodLogical:
@@ -133,7 +152,13 @@ func parseBackupFlags(args []string) (backupFlags, error) {
 	return f, nil
 }
 
-func (f backupFlags) store() (backup.Store, error) {
+// store is the object store (or volume folder) the flags name.
+type store interface {
+	backup.Store
+	backup.Reader
+}
+
+func (f storeFlags) store() (store, error) {
 	if f.dir != "" {
 		return &objectstore.Dir{Root: f.dir, Claim: f.claim}, nil
 	}

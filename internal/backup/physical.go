@@ -12,11 +12,9 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -50,10 +48,10 @@ func (p Physical) Run(ctx context.Context) (Manifest, error) {
 			return Manifest{}, Fail(mysqlv1beta1.ReasonBackupPodFailed, err)
 		}
 	}
-	if err := p.initialise(ctx, data); err != nil {
+	if err := p.temp().initialise(ctx, data); err != nil {
 		return Manifest{}, err
 	}
-	srv, db, err := p.start(ctx, data)
+	srv, db, err := p.temp().start(ctx, data)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -83,100 +81,6 @@ func (p Physical) Run(ctx context.Context) (Manifest, error) {
 	return m, nil
 }
 
-// serverArgs are the temporary server's options: no network (CLONE connects out), no
-// binary log, little memory, the clone plugin, and extra.
-func (p Physical) serverArgs(data string, extra ...string) []string {
-	a := []string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + filepath.Join(p.Work, "tmp"),
-		"--socket=" + filepath.Join(p.Work, "mysqld.sock"), "--pid-file=" + filepath.Join(p.Work, "mysqld.pid"),
-		"--log-error=" + filepath.Join(p.Work, "error.log"), "--skip-networking", "--mysqlx=OFF", "--skip-log-bin",
-		"--server-id=1", "--plugin-load-add=mysql_clone.so", "--innodb-buffer-pool-size=64M",
-		"--secure-file-priv=" + filepath.Join(p.Work, "tmp")}
-	if os.Geteuid() == 0 {
-		a = append(a, "--user=root") // only in tests: backup pods run as mysql
-	}
-	return append(a, extra...)
-}
-
-func (p Physical) initialise(ctx context.Context, data string) error {
-	args := []string{"--no-defaults", "--initialize-insecure", "--datadir=" + data,
-		"--log-error=" + filepath.Join(p.Work, "initialise.log")}
-	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
-	}
-	if out, err := exec.CommandContext(ctx, p.Mysqld, args...).CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(p.Work, "initialise.log"))
-		return Fail(diskReason(string(out)+string(log), mysqlv1beta1.ReasonBackupPodFailed),
-			fmt.Errorf("initialising the temporary server: %w: %s%s", err, out, lastLines(string(log), 5)))
-	}
-	return nil
-}
-
-// server is the temporary mysqld.
-type server struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func (s *server) stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-	s.cmd = nil
-}
-
-// start runs a temporary server on data and connects to it as root over its socket.
-func (p Physical) start(ctx context.Context, data string, extra ...string) (*server, *sql.DB, error) {
-	cmd := exec.Command(p.Mysqld, p.serverArgs(data, extra...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, Fail(mysqlv1beta1.ReasonBackupPodFailed, fmt.Errorf("starting the temporary server: %w", err))
-	}
-	s := &server{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = "root", "unix", filepath.Join(p.Work, "mysqld.sock")
-	cfg.Timeout, cfg.ReadTimeout = 5*time.Second, 0
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		s.stop()
-		return nil, nil, Fail(mysqlv1beta1.ReasonBackupPodFailed, err)
-	}
-	wait := p.StartTimeout
-	if wait == 0 {
-		wait = time.Minute
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err = db.PingContext(pctx)
-		cancel()
-		if err == nil {
-			return s, db, nil
-		}
-		select {
-		case <-s.done:
-			log, _ := os.ReadFile(filepath.Join(p.Work, "error.log"))
-			db.Close()
-			return nil, nil, Fail(diskReason(string(log), mysqlv1beta1.ReasonBackupPodFailed),
-				fmt.Errorf("the temporary server exited: %s", lastLines(string(log), 5)))
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			db.Close()
-			s.stop()
-			return nil, nil, Fail(mysqlv1beta1.ReasonBackupPodFailed, fmt.Errorf("the temporary server did not answer within %s: %w", wait, err))
-		}
-	}
-}
-
 // cloneInfo is what the copy holds.
 type cloneInfo struct {
 	gtid, file, version string
@@ -203,7 +107,7 @@ func (p Physical) clone(ctx context.Context, db *sql.DB, dir string) error {
 // source's accounts, and the server has no network. auto.cnf goes afterwards, so that
 // a server restored from the copy gets a server_uuid of its own.
 func (p Physical) readCopy(ctx context.Context, dir string) (cloneInfo, error) {
-	srv, db, err := p.start(ctx, dir, "--skip-grant-tables")
+	srv, db, err := p.temp().start(ctx, dir, "--skip-grant-tables")
 	if err != nil {
 		return cloneInfo{}, err
 	}
@@ -250,11 +154,22 @@ func cloneFailure(err error) error {
 	return Fail(reason, fmt.Errorf("CLONE INSTANCE: %s", msg))
 }
 
+// temp is the temporary server a physical backup clones into and then reads the copy with.
+func (p Physical) temp() tempServer {
+	return tempServer{mysqld: p.Mysqld, work: p.Work, startTimeout: p.StartTimeout,
+		failReason: mysqlv1beta1.ReasonBackupPodFailed, diskFullReason: mysqlv1beta1.ReasonBackupDiskFull}
+}
+
 // diskReason is BackupDiskFull when text speaks of a full disk, else otherwise.
 func diskReason(text, otherwise string) string {
+	return diskFull(text, mysqlv1beta1.ReasonBackupDiskFull, otherwise)
+}
+
+// diskFull is full when text speaks of a full disk, else otherwise.
+func diskFull(text, full, otherwise string) string {
 	if strings.Contains(text, "No space left") || strings.Contains(text, "errno: 28") || strings.Contains(text, "Errcode: 28") ||
 		strings.Contains(text, "disk is full") {
-		return mysqlv1beta1.ReasonBackupDiskFull
+		return full
 	}
 	return otherwise
 }

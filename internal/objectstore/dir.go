@@ -30,6 +30,27 @@ func (d *Dir) path(key string) (string, error) {
 	return p, nil
 }
 
+// Get reads the file at key.
+func (d *Dir) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	p, err := d.path(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("reading %s: %w", d.URL(key), ErrNotFound)
+		}
+		return nil, fmt.Errorf("reading %s: %w", d.URL(key), err)
+	}
+	return readCloser{ctxReader{ctx, f}, f}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
 // Put writes r to key through a temporary file, synced and renamed into place: nothing
 // is at key until all of it is.
 func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (Object, error) {

@@ -11,9 +11,16 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 )
 
+// ErrNotFound: nothing is stored at the key read.
+var ErrNotFound = errors.New("no such object")
+
 // Reason is the MySQLBackup reason for a store's error: the store could not be reached,
-// refused the credentials, has no such bucket, is full (a volume), or failed otherwise.
+// refused the credentials, has no such bucket, has nothing at the key read, is full (a
+// volume), or failed otherwise.
 func Reason(err error) string {
+	if errors.Is(err, ErrNotFound) {
+		return mysqlv1beta1.ReasonBackupDataMissing
+	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
@@ -21,6 +28,8 @@ func Reason(err error) string {
 			return mysqlv1beta1.ReasonStorageAccessDenied
 		case "NoSuchBucket":
 			return mysqlv1beta1.ReasonStorageBucketNotFound
+		case "NoSuchKey", "NotFound":
+			return mysqlv1beta1.ReasonBackupDataMissing
 		}
 		return mysqlv1beta1.ReasonStorageFailed
 	}

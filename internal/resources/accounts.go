@@ -44,6 +44,19 @@ GRANT SELECT, SHOW VIEW, TRIGGER, LOCK TABLES, EVENT, RELOAD, PROCESS, REPLICATI
 ALTER USER '` + AdminUser + `'@'%', '` + ReplicationUser + `'@'%', '` + ExporterUser + `'@'%', '` + BackupUser + `'@'%' ACCOUNT UNLOCK;
 `
 
+// RekeySQL gives restored data (a copy of another cluster's, with its passwords) this
+// cluster's root and operator accounts: creates what is missing, then sets every
+// password. ${VARIABLES} as in AccountsSQL, and MYSQL_ROOT_PASSWORD for root.
+const RekeySQL = `CREATE USER IF NOT EXISTS 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;
+ALTER USER 'root'@'localhost' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
+ALTER USER 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
+` + AccountsSQL + `ALTER USER '` + AdminUser + `'@'%' IDENTIFIED BY '${DOLPHIN_ADMIN_PASSWORD}';
+ALTER USER '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PASSWORD}';
+ALTER USER '` + ExporterUser + `'@'%' IDENTIFIED BY '${DOLPHIN_EXPORTER_PASSWORD}';
+ALTER USER '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}';
+`
+
 // accountEnv gives the init container the passwords AccountsSQL uses.
 func accountEnv(c *mysqlv1beta1.MySQLCluster) []corev1.EnvVar {
 	env := make([]corev1.EnvVar, 0, len(accountVars))

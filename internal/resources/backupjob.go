@@ -108,7 +108,28 @@ func BackupJob(r BackupRun) *batchv1.Job {
 		"--source-instance=" + r.Source, "--source-host=" + InstanceHost(c, r.Source), "--user=" + BackupUser,
 		"--timeout=" + timeout.String()}, args...)
 	env = append([]corev1.EnvVar{secretEnv("DOLPHIN_BACKUP_PASSWORD", CredentialsSecretName(c), KeyBackupPassword)}, env...)
-	pod := corev1.PodSpec{
+	pod := toolPod(r.OperatorImage, corev1.Container{
+		Name: BackupContainer, Image: r.Images.MySQLImage(c), Command: args, Env: env, VolumeMounts: mounts,
+	}, volumes)
+	return &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: BackupJobName(b), Namespace: b.Namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          new(int32(0)),
+			ActiveDeadlineSeconds: new(int64((timeout + backupJobGrace).Seconds())),
+			Template:              corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(labels, ComponentBackup)}, Spec: pod},
+		},
+	}
+}
+
+// toolPod is the pod of a backup's or restore's Job: an init container copies the
+// operator's binary from its image into toolsDir, and main runs it (in the cluster's
+// MySQL image), reporting in its termination message. No retries, no API token, the
+// instances' user.
+func toolPod(operatorImage string, main corev1.Container, volumes []corev1.Volume) corev1.PodSpec {
+	main.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	main.SecurityContext = restrictedContainer()
+	return corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		AutomountServiceAccountToken:  new(false),
 		TerminationGracePeriodSeconds: new(int64(30)),
@@ -116,26 +137,20 @@ func BackupJob(r BackupRun) *batchv1.Job {
 			RunAsGroup: new(mysqlUID), FSGroup: new(mysqlUID),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		InitContainers: []corev1.Container{{
-			Name: "install", Image: r.OperatorImage, Command: []string{"/manager", "install", toolsDir},
+			Name: "install", Image: operatorImage, Command: []string{"/manager", "install", toolsDir},
 			VolumeMounts:    []corev1.VolumeMount{{Name: "tools", MountPath: toolsDir}},
 			SecurityContext: restrictedContainer(),
 		}},
-		Containers: []corev1.Container{{
-			Name: BackupContainer, Image: r.Images.MySQLImage(c), Command: args, Env: env, VolumeMounts: mounts,
-			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-			SecurityContext:          restrictedContainer(),
-		}},
-		Volumes: volumes,
+		Containers: []corev1.Container{main},
+		Volumes:    volumes,
 	}
-	return &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: BackupJobName(b), Namespace: b.Namespace, Labels: labels},
-		Spec: batchv1.JobSpec{
-			BackoffLimit:          new(int32(0)),
-			ActiveDeadlineSeconds: new(int64((timeout + backupJobGrace).Seconds())),
-			Template:              corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
-		},
-	}
+}
+
+// jobPodLabels are the labels of a backup's or restore's pod: the Job's, but for a name
+// of its own, so that no selector of the instances' (the StatefulSet's, the Services',
+// the PodDisruptionBudget's, which would then fail to count a Job's pod) picks it.
+func jobPodLabels(labels map[string]string, component string) map[string]string {
+	return merge(labels, map[string]string{LabelName: "dolphin-" + component})
 }
 
 // backupTargetArgs are the backup command's target flags, with the environment and

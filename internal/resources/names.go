@@ -49,6 +49,7 @@ const (
 const (
 	ComponentDatabase = "database"
 	ComponentBackup   = "backup"
+	ComponentRestore  = "restore"
 )
 
 // StatefulSetName names the StatefulSet; its pods are <cluster>-0..N-1.

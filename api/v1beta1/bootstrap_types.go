@@ -1,0 +1,52 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BootstrapSpec says where a new cluster's data comes from. It is read only while the
+// cluster's instances are first created.
+type BootstrapSpec struct {
+	// FromBackup restores the first instance from a completed MySQLBackup before any
+	// instance starts; the others are then cloned from it.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="From backup"
+	FromBackup *BootstrapFromBackup `json:"fromBackup,omitempty"`
+}
+
+// BootstrapFromBackup names the backup a cluster is restored from.
+type BootstrapFromBackup struct {
+	// Name of a MySQLBackup in the cluster's namespace. Its data is read from where its
+	// status says it is stored, and checked against its SHA-256 and GTID set.
+	// +kubebuilder:validation:MinLength=1
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup",xDescriptors={"urn:alm:descriptor:io.kubernetes:mysql.dolphin-operator.io:v1beta1:MySQLBackup"}
+	Name string `json:"name"`
+	// Timeout bounds the restore: a restore not done by then is Failed. Default 2h.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// RestoreStatus reports the restore a cluster was bootstrapped with.
+type RestoreStatus struct {
+	// Backup is the MySQLBackup restored.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// Location is where its data was read from.
+	// +optional
+	Location string `json:"location,omitempty"`
+	// Method of the backup restored.
+	// +optional
+	Method BackupMethod `json:"method,omitempty"`
+	// Job is the Job that restores the data.
+	// +optional
+	Job string `json:"job,omitempty"`
+	// StartedAt is when the restore's Job was created.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// CompletedAt is when the restored data was in place (absent until then).
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// GTIDSet is the restored instance's gtid_executed, checked equal to the backup's.
+	// +optional
+	GTIDSet string `json:"gtidSet,omitempty"`
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/backup"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// restoreFlags are the restore command's settings; passwords come from the environment.
+type restoreFlags struct {
+	storeFlags
+	key, method, sha256, gtidSet string
+	size                         int64
+	mysqld, mysql, data, work    string
+	report                       string
+	timeout                      time.Duration
+}
+
+func parseRestoreFlags(args []string) (restoreFlags, error) {
+	var f restoreFlags
+	fs := flag.NewFlagSet("manager restore", flag.ContinueOnError)
+	fs.StringVar(&f.key, "key", "", "the backup's data object")
+	fs.StringVar(&f.method, "method", "", "Logical or Physical")
+	fs.StringVar(&f.sha256, "sha256", "", "the data's SHA-256, as the backup's status says")
+	fs.Int64Var(&f.size, "size", 0, "the data's size in bytes (0: not checked)")
+	fs.StringVar(&f.gtidSet, "gtid-set", "", "the backup's GTID set")
+	fs.StringVar(&f.mysqld, "mysqld", "mysqld", "the server")
+	fs.StringVar(&f.mysql, "mysql", "mysql", "the client (a logical backup's replay)")
+	fs.StringVar(&f.data, "data", "", "the instance's data folder (empty)")
+	fs.StringVar(&f.work, "work", os.TempDir(), "a private folder")
+	fs.StringVar(&f.report, "report", "/dev/termination-log", "where the result goes")
+	f.storeFlags.register(fs)
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Hour, "the whole run's deadline")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	for name, v := range map[string]string{"key": f.key, "sha256": f.sha256, "gtid-set": f.gtidSet, "data": f.data} {
+		if v == "" {
+			return f, fmt.Errorf("--%s is required", name)
+		}
+	}
+	switch mysqlv1beta1.BackupMethod(f.method) {
+	case mysqlv1beta1.BackupMethodLogical, mysqlv1beta1.BackupMethodPhysical:
+	default:
+		return f, fmt.Errorf("--method %q: not Logical or Physical", f.method)
+	}
+	return f, f.check()
+}
+
+// runRestore restores the backup into the data folder and writes its result to the
+// report file, whatever happened: the operator reads it from the pod's status.
+func runRestore(args []string) int {
+	f, err := parseRestoreFlags(args)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "manager restore:", err)
+		}
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	done, err := func() (backup.Restored, error) {
+		st, err := f.store()
+		if err != nil {
+			return backup.Restored{}, backup.Fail(mysqlv1beta1.ReasonNoBackupTarget, err)
+		}
+		accounts, err := backup.Statements(resources.RekeySQL, os.Getenv)
+		if err != nil {
+			return backup.Restored{}, backup.Fail(mysqlv1beta1.ReasonRestorePodFailed, err)
+		}
+		return backup.Restore{Mysqld: f.mysqld, Mysql: f.mysql, Store: st, Key: f.key, SHA256: f.sha256,
+			GTIDSet: f.gtidSet, Method: mysqlv1beta1.BackupMethod(f.method), Size: f.size,
+			Data: f.data, Work: f.work, Accounts: accounts}.Run(ctx)
+	}()
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = backup.Fail(mysqlv1beta1.ReasonDeadlineExceeded, fmt.Errorf("not done within %s: %w", f.timeout, err))
+	}
+	res := backup.EncodeRestored(done, err, mysqlv1beta1.ReasonRestorePodFailed)
+	if werr := os.WriteFile(f.report, res, 0o644); werr != nil {
+		fmt.Fprintln(os.Stderr, "manager restore: writing the report:", werr)
+	}
+	fmt.Println(string(res))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager restore:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,366 @@
+package backup
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/objectstore"
+)
+
+// Reader is where a restore reads a backup from (objectstore.Store, objectstore.Dir).
+type Reader interface {
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	URL(key string) string
+}
+
+// Files a restore leaves in the data folder.
+const (
+	// restoreStage is the folder on the data volume the data is prepared in; it is moved
+	// into place only once the data is checked.
+	restoreStage = ".dolphin-restore"
+	// RestoredMarker holds the restore's report: a data folder with it was restored.
+	RestoredMarker = ".dolphin-restored"
+	// AccountsMarker says the data folder has the operator's accounts (the instances'
+	// init container then leaves it alone).
+	AccountsMarker = ".dolphin-accounts"
+)
+
+// Restore puts a stored backup into an empty data folder, the way an instance then
+// starts on it. The data is prepared in a stage folder on the same volume: a physical
+// backup is unpacked there; a logical one is replayed into a temporary server
+// initialised there. Its SHA-256 and size must be the backup's, and the GTID set of the
+// restored data the backup's. Root's and the operator's accounts are then given this
+// cluster's passwords (Accounts, run on a temporary server, outside any binary log), and
+// only then is the stage moved into place, the mysql folder last. Anything that fails
+// leaves the folder as it was.
+type Restore struct {
+	// Mysqld and Mysql are the server and the client (a logical backup's replay).
+	Mysqld, Mysql string
+	Store         Reader
+	// Key is where the data is; Method, SHA256, Size and GTIDSet are what the backup's
+	// status says of it.
+	Key, SHA256, GTIDSet string
+	Method               mysqlv1beta1.BackupMethod
+	Size                 int64
+	// Data is the instance's data folder; Work a private folder (sockets, logs).
+	Data, Work string
+	// Accounts are the statements that give root and the operator's accounts this
+	// cluster's passwords.
+	Accounts []string
+	// StartTimeout bounds each temporary server's start (default a minute).
+	StartTimeout time.Duration
+}
+
+// Restored is a restore's report.
+type Restored struct {
+	Method       string    `json:"method"`
+	Location     string    `json:"location"`
+	Size         int64     `json:"size"`
+	SHA256       string    `json:"sha256"`
+	GTIDSet      string    `json:"gtidSet"`
+	MySQLVersion string    `json:"mysqlVersion"`
+	CompletedAt  time.Time `json:"completedAt"`
+}
+
+// Run restores the backup. A data folder this restore already filled (its pod was run
+// again) gives the report it recorded then.
+func (r Restore) Run(ctx context.Context) (Restored, error) {
+	if done, ok, err := r.already(); ok || err != nil {
+		return done, err
+	}
+	stage := filepath.Join(r.Data, restoreStage)
+	if err := os.RemoveAll(stage); err != nil {
+		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+	}
+	for _, d := range []string{stage, filepath.Join(r.Work, "tmp")} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return Restored{}, Fail(r.diskReason(err.Error()), err)
+		}
+	}
+	var out Restored
+	var err error
+	switch r.Method {
+	case mysqlv1beta1.BackupMethodPhysical:
+		out, err = r.physical(ctx, stage)
+	case mysqlv1beta1.BackupMethodLogical:
+		out, err = r.logical(ctx, stage)
+	default:
+		err = Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("method %q: not Logical or Physical", r.Method))
+	}
+	if err != nil {
+		_ = os.RemoveAll(stage)
+		return Restored{}, err
+	}
+	out.CompletedAt = time.Now().UTC()
+	if err := r.moveIntoPlace(stage, out); err != nil {
+		return Restored{}, Fail(r.diskReason(err.Error()), err)
+	}
+	return out, nil
+}
+
+// already reads the report of an earlier run into the same folder, and refuses a
+// folder that holds anything else.
+func (r Restore) already() (Restored, bool, error) {
+	raw, err := os.ReadFile(filepath.Join(r.Data, RestoredMarker))
+	if err == nil {
+		var done Restored
+		if err := json.Unmarshal(raw, &done); err != nil {
+			return Restored{}, false, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("%s: %w", RestoredMarker, err))
+		}
+		return done, true, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return Restored{}, false, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+	}
+	entries, err := os.ReadDir(r.Data)
+	if err != nil {
+		return Restored{}, false, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("reading the data folder: %w", err))
+	}
+	for _, e := range entries {
+		if e.Name() != "lost+found" && e.Name() != restoreStage {
+			return Restored{}, false, Fail(mysqlv1beta1.ReasonRestoreFailed,
+				fmt.Errorf("the data volume already holds %s: a restore goes into an empty volume only", e.Name()))
+		}
+	}
+	return Restored{}, false, nil
+}
+
+func (r Restore) temp() tempServer {
+	return tempServer{mysqld: r.Mysqld, work: r.Work, startTimeout: r.StartTimeout,
+		failReason: mysqlv1beta1.ReasonRestoreFailed, diskFullReason: mysqlv1beta1.ReasonDataVolumeFull}
+}
+
+func (r Restore) diskReason(text string) string {
+	return diskFull(text, mysqlv1beta1.ReasonDataVolumeFull, mysqlv1beta1.ReasonRestoreFailed)
+}
+
+// physical unpacks the archive into stage and re-keys its accounts on a server started
+// without grant tables (the copy's root password is the source cluster's).
+func (r Restore) physical(ctx context.Context, stage string) (Restored, error) {
+	err := r.read(ctx, func(data io.Reader) error {
+		if err := Unpack(data, stage); err != nil {
+			return Fail(r.diskReason(err.Error()), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Restored{}, err
+	}
+	srv, db, err := r.temp().start(ctx, stage, "--skip-grant-tables")
+	if err != nil {
+		return Restored{}, err
+	}
+	defer srv.stop()
+	defer db.Close()
+	return r.finish(ctx, srv, db)
+}
+
+// logical replays the dump into a server initialised in stage.
+func (r Restore) logical(ctx context.Context, stage string) (Restored, error) {
+	t := r.temp()
+	if err := t.initialise(ctx, stage); err != nil {
+		return Restored{}, err
+	}
+	// The dump sets GTID_PURGED, which needs GTIDs on; statements as large as the
+	// server it came from allowed.
+	srv, db, err := t.start(ctx, stage, "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--max-allowed-packet=1073741824")
+	if err != nil {
+		return Restored{}, err
+	}
+	defer srv.stop()
+	defer db.Close()
+	err = r.read(ctx, func(data io.Reader) error { return r.replay(ctx, data, t) })
+	if err != nil {
+		return Restored{}, err
+	}
+	return r.finish(ctx, srv, db)
+}
+
+// replay feeds the dump to the mysql client, connected to the temporary server as root.
+func (r Restore) replay(ctx context.Context, dump io.Reader, t tempServer) error {
+	cmd := exec.CommandContext(ctx, r.Mysql, "--no-defaults", "--protocol=socket", "--socket="+t.socket(),
+		"-uroot", "--max-allowed-packet=1073741824", "--binary-mode")
+	cmd.WaitDelay = 10 * time.Second
+	var stderr tail
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = dump, io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return Fail(mysqlv1beta1.ReasonDeadlineExceeded, fmt.Errorf("replaying the dump: %w", ctx.Err()))
+		}
+		return Fail(r.diskReason(stderr.String()), fmt.Errorf("replaying the dump: %w: %s", err, lastLines(stderr.String(), 5)))
+	}
+	return nil
+}
+
+// read streams the stored data, decompressed, to use, and checks that what was read is
+// the backup: its size and SHA-256, all of it read.
+func (r Restore) read(ctx context.Context, use func(io.Reader) error) error {
+	rc, err := r.Store.Get(ctx, r.Key)
+	if err != nil {
+		return Fail(objectstore.Reason(err), err)
+	}
+	defer rc.Close()
+	raw := &checkedReader{r: rc, h: sha256.New()}
+	dec, err := zstd.NewReader(raw)
+	if err != nil {
+		return Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+	}
+	useErr := use(dec.IOReadCloser())
+	dec.Close()
+	if raw.err == nil && useErr == nil {
+		_, _ = io.Copy(io.Discard, raw) // what follows the last frame counts too
+	}
+	where := r.Store.URL(r.Key)
+	switch {
+	case raw.err != nil && !errors.Is(raw.err, io.EOF):
+		return Fail(objectstore.Reason(raw.err), fmt.Errorf("reading %s: %w", where, raw.err))
+	case useErr != nil && isDecodeError(useErr):
+		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("%s does not decompress: %w", where, useErr))
+	case useErr != nil:
+		return useErr
+	}
+	sum := hex.EncodeToString(raw.h.Sum(nil))
+	if sum != r.SHA256 || (r.Size > 0 && raw.n != r.Size) {
+		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("%s holds %d bytes with SHA-256 %s; the backup is %d bytes with SHA-256 %s",
+			where, raw.n, sum, r.Size, r.SHA256))
+	}
+	return nil
+}
+
+// isDecodeError tells zstd's (and a truncated archive's) errors from the restore's own.
+func isDecodeError(err error) bool {
+	var f *Failure
+	if errors.As(err, &f) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "zstd") || strings.Contains(msg, "magic number") || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(msg, "reading the archive") || strings.Contains(msg, "checksum")
+}
+
+// checkedReader hashes and counts what passes, and keeps the first error.
+type checkedReader struct {
+	r   io.Reader
+	h   hash.Hash
+	n   int64
+	err error
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// finish re-keys the accounts, checks the GTID set, and stops the server cleanly.
+func (r Restore) finish(ctx context.Context, srv *server, db *sql.DB) (Restored, error) {
+	// The grant tables now are the source cluster's (a copy, or a replayed mysql schema):
+	// load them, then set this cluster's passwords.
+	for _, q := range append([]string{"FLUSH PRIVILEGES"}, r.Accounts...) {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("setting the accounts: %w", err))
+		}
+	}
+	out := Restored{Method: string(r.Method), Location: r.Store.URL(r.Key), SHA256: r.SHA256, Size: r.Size}
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_executed, VERSION()").Scan(&out.GTIDSet, &out.MySQLVersion); err != nil {
+		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("reading the restored GTID set: %w", err))
+	}
+	out.GTIDSet = strings.ReplaceAll(out.GTIDSet, "\n", "")
+	if err := sameGTIDs(out.GTIDSet, r.GTIDSet); err != nil {
+		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+	}
+	db.Close()
+	if err := srv.shutdown(); err != nil {
+		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+	}
+	return out, nil
+}
+
+// sameGTIDs checks that the restored set is the backup's.
+func sameGTIDs(got, want string) error {
+	g, err := gtid.Parse(got)
+	if err != nil {
+		return fmt.Errorf("the restored GTID set %q: %w", got, err)
+	}
+	w, err := gtid.Parse(want)
+	if err != nil {
+		return fmt.Errorf("the backup's GTID set %q: %w", want, err)
+	}
+	if !g.Equal(w) {
+		return fmt.Errorf("the restored data holds GTID set %s, the backup %s", g, w)
+	}
+	return nil
+}
+
+// moveIntoPlace marks the stage as holding the operator's accounts, moves it into the
+// data folder (mysql/ last: the sign of an initialised folder) and records the report.
+func (r Restore) moveIntoPlace(stage string, out Restored) error {
+	if err := os.WriteFile(filepath.Join(stage, AccountsMarker), nil, 0o640); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(stage)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == "mysql" {
+			continue
+		}
+		if err := os.Rename(filepath.Join(stage, e.Name()), filepath.Join(r.Data, e.Name())); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(filepath.Join(stage, "mysql"), filepath.Join(r.Data, "mysql")); err != nil {
+		return fmt.Errorf("the restored data has no mysql folder: %w", err)
+	}
+	if err := os.Remove(stage); err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(out)
+	return os.WriteFile(filepath.Join(r.Data, RestoredMarker), raw, 0o640)
+}
+
+// Statements are sql's statements (each ending in ";" and a newline) with its
+// ${VARIABLES} from getenv; a variable getenv has no value for is an error.
+func Statements(sql string, getenv func(string) string) ([]string, error) {
+	var missing []string
+	expanded := os.Expand(sql, func(v string) string {
+		val := getenv(v)
+		if val == "" && !slices.Contains(missing, v) {
+			missing = append(missing, v)
+		}
+		return val
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("no value for %s", strings.Join(missing, ", "))
+	}
+	var out []string
+	for _, q := range strings.Split(expanded, ";\n") {
+		if q = strings.TrimSpace(q); q != "" {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
