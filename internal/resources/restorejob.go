@@ -55,9 +55,9 @@ func DataClaimName(c *mysqlv1beta1.MySQLCluster, ordinal int) string {
 func FirstDataClaim(c *mysqlv1beta1.MySQLCluster) *corev1.PersistentVolumeClaim {
 	t := dataClaimTemplate(c)
 	return &corev1.PersistentVolumeClaim{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: DataClaimName(c, 0), Namespace: c.Namespace, Labels: t.Labels},
-		Spec: t.Spec,
+		Spec:       t.Spec,
 	}
 }
 
