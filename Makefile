@@ -187,7 +187,7 @@ test-olm: cluster-tools images olm opm catalog-render release-images ## Install 
 test-chainsaw: cluster-tools images chainsaw kustomize manifests ## Chainsaw suites (test/chainsaw) against the real-node ground with the operator.
 	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
 	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/chainsaw \
-	  --run '$(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
+	  --run 'PATH=$(LOCALBIN):$$PATH $(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
 
 .PHONY: bench-failover
 bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, hung mysqld (SIGSTOP), mysqld crash (restarted, and kept down), switchover (BENCH_RUNS, default 5).
