@@ -34,8 +34,9 @@ type Reader interface {
 // Files a restore leaves in the data folder.
 const (
 	// restoreStage is the folder on the data volume the data is prepared in; it is moved
-	// into place only once the data is checked.
-	restoreStage = ".dolphin-restore"
+	// into place only once the data is checked. Not a hidden name: InnoDB fails to start
+	// on a data folder whose name starts with a dot (its undo tablespaces "already exist").
+	restoreStage = "dolphin-restore-stage"
 	// RestoredMarker holds the restore's report: a data folder with it was restored.
 	RestoredMarker = ".dolphin-restored"
 	// AccountsMarker says the data folder has the operator's accounts (the instances'
@@ -155,7 +156,12 @@ func (r Restore) diskReason(text string) string {
 // physical unpacks the archive into stage and re-keys its accounts on a server started
 // without grant tables (the copy's root password is the source cluster's).
 func (r Restore) physical(ctx context.Context, stage string) (Restored, error) {
-	err := r.read(ctx, func(data io.Reader) error {
+	rc, err := r.open(ctx)
+	if err != nil {
+		return Restored{}, err
+	}
+	defer rc.Close()
+	err = r.read(rc, func(data io.Reader) error {
 		if err := Unpack(data, stage); err != nil {
 			return Fail(r.diskReason(err.Error()), err)
 		}
@@ -175,6 +181,11 @@ func (r Restore) physical(ctx context.Context, stage string) (Restored, error) {
 
 // logical replays the dump into a server initialised in stage.
 func (r Restore) logical(ctx context.Context, stage string) (Restored, error) {
+	rc, err := r.open(ctx) // before the server: a store that fails, fails at once
+	if err != nil {
+		return Restored{}, err
+	}
+	defer rc.Close()
 	t := r.temp()
 	if err := t.initialise(ctx, stage); err != nil {
 		return Restored{}, err
@@ -187,7 +198,7 @@ func (r Restore) logical(ctx context.Context, stage string) (Restored, error) {
 	}
 	defer srv.stop()
 	defer db.Close()
-	err = r.read(ctx, func(data io.Reader) error { return r.replay(ctx, data, t) })
+	err = r.read(rc, func(data io.Reader) error { return r.replay(ctx, data, t) })
 	if err != nil {
 		return Restored{}, err
 	}
@@ -210,51 +221,48 @@ func (r Restore) replay(ctx context.Context, dump io.Reader, t tempServer) error
 	return nil
 }
 
-// read streams the stored data, decompressed, to use, and checks that what was read is
-// the backup: its size and SHA-256, all of it read.
-func (r Restore) read(ctx context.Context, use func(io.Reader) error) error {
+// open starts reading the stored data.
+func (r Restore) open(ctx context.Context) (io.ReadCloser, error) {
 	rc, err := r.Store.Get(ctx, r.Key)
 	if err != nil {
-		return Fail(objectstore.Reason(err), err)
+		return nil, Fail(objectstore.Reason(err), err)
 	}
-	defer rc.Close()
+	return rc, nil
+}
+
+// read streams the stored data, decompressed, to use, and checks that what was read is
+// the backup: its size and SHA-256, all of it read. Data that is not the backup's is
+// BackupCorrupted whatever use made of it (a dump cut short may fail to replay first).
+func (r Restore) read(rc io.Reader, use func(io.Reader) error) error {
 	raw := &checkedReader{r: rc, h: sha256.New()}
 	dec, err := zstd.NewReader(raw)
 	if err != nil {
 		return Fail(mysqlv1beta1.ReasonRestoreFailed, err)
 	}
-	useErr := use(dec.IOReadCloser())
+	decoded := &checkedReader{r: dec, h: nopHash{}}
+	useErr := use(decoded)
 	dec.Close()
-	if raw.err == nil && useErr == nil {
-		_, _ = io.Copy(io.Discard, raw) // what follows the last frame counts too
+	if raw.err == nil {
+		_, _ = io.Copy(io.Discard, raw) // the rest counts too, read or not
 	}
 	where := r.Store.URL(r.Key)
+	sum := hex.EncodeToString(raw.h.Sum(nil))
 	switch {
 	case raw.err != nil && !errors.Is(raw.err, io.EOF):
 		return Fail(objectstore.Reason(raw.err), fmt.Errorf("reading %s: %w", where, raw.err))
-	case useErr != nil && isDecodeError(useErr):
-		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("%s does not decompress: %w", where, useErr))
-	case useErr != nil:
-		return useErr
-	}
-	sum := hex.EncodeToString(raw.h.Sum(nil))
-	if sum != r.SHA256 || (r.Size > 0 && raw.n != r.Size) {
+	case sum != r.SHA256 || (r.Size > 0 && raw.n != r.Size):
 		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("%s holds %d bytes with SHA-256 %s; the backup is %d bytes with SHA-256 %s",
 			where, raw.n, sum, r.Size, r.SHA256))
+	case decoded.err != nil && !errors.Is(decoded.err, io.EOF):
+		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("%s does not decompress: %w", where, decoded.err))
 	}
-	return nil
+	return useErr
 }
 
-// isDecodeError tells zstd's (and a truncated archive's) errors from the restore's own.
-func isDecodeError(err error) bool {
-	var f *Failure
-	if errors.As(err, &f) {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "zstd") || strings.Contains(msg, "magic number") || errors.Is(err, io.ErrUnexpectedEOF) ||
-		strings.Contains(msg, "reading the archive") || strings.Contains(msg, "checksum")
-}
+// nopHash hashes nothing.
+type nopHash struct{ hash.Hash }
+
+func (nopHash) Write(p []byte) (int, error) { return len(p), nil }
 
 // checkedReader hashes and counts what passes, and keeps the first error.
 type checkedReader struct {

@@ -74,7 +74,7 @@ func TestLogicalAndPhysicalBackupsRestoreIntoAServerWithTheSameRowsAndThisCluste
 				_, err := os.Stat(filepath.Join(data, marker))
 				require.NoError(t, err, "%s is in place", marker)
 			}
-			require.NoDirExists(t, filepath.Join(data, ".dolphin-restore"), "the stage is gone")
+			require.NoDirExists(t, filepath.Join(data, "dolphin-restore-stage"), "the stage is gone")
 
 			// Run again (a pod run twice): the same report, nothing redone.
 			again, err := r.Run(ctx)
@@ -100,28 +100,32 @@ func TestLogicalAndPhysicalBackupsRestoreIntoAServerWithTheSameRowsAndThisCluste
 }
 
 func TestARestoreOfDataThatIsNotTheBackupFailsAndLeavesTheVolumeEmpty(t *testing.T) {
-	f := newFixture(t, 1, 200)
+	f := newFixture(t, 1, 200, clonePlugin)
 	ctx := f.ctx
-	m, err := logical(f.servers[0], f.st, f.in, t.TempDir()).Run(ctx)
+	lm, err := logical(f.servers[0], f.st, f.in, t.TempDir()).Run(ctx)
 	require.NoError(t, err)
-	r, err := f.st.Get(ctx, m.Key)
+	p := physical(f.servers[0], f.st, f.in, t.TempDir())
+	p.Key = "ns/db/base/b2/data.tar.zst"
+	m, err := p.Run(ctx)
 	require.NoError(t, err)
-	raw, err := io.ReadAll(r)
-	r.Close()
-	require.NoError(t, err)
-	truncated := m
-	truncated.Key = "ns/db/base/cut/dump.sql.zst"
-	_, err = f.st.Put(ctx, truncated.Key, bytes.NewReader(raw[:len(raw)/2]))
-	require.NoError(t, err)
-	flipped := m
-	flipped.Key = "ns/db/base/flipped/dump.sql.zst"
-	changed := bytes.Clone(raw)
-	changed[len(changed)/2] ^= 0x40
-	_, err = f.st.Put(ctx, flipped.Key, bytes.NewReader(changed))
-	require.NoError(t, err)
+	// stored is a copy of the backup b at key, changed by change.
+	stored := func(b backup.Manifest, key string, change func([]byte) []byte) backup.Manifest {
+		r, err := f.st.Get(ctx, b.Key)
+		require.NoError(t, err)
+		raw, err := io.ReadAll(r)
+		r.Close()
+		require.NoError(t, err)
+		b.Key = key
+		_, err = f.st.Put(ctx, key, bytes.NewReader(change(bytes.Clone(raw))))
+		require.NoError(t, err)
+		return b
+	}
+	// A dump cut short fails its replay first; it is still the data that is wrong.
+	truncated := stored(lm, "ns/db/base/cut/dump.sql.zst", func(raw []byte) []byte { return raw[:len(raw)/2] })
+	flipped := stored(m, "ns/db/base/flipped/data.tar.zst", func(raw []byte) []byte { raw[len(raw)/2] ^= 0x40; return raw })
 	otherSum := m
 	otherSum.SHA256 = fmt.Sprintf("%064x", 1)
-	missing := m
+	missing := lm
 	missing.Key = "ns/db/base/gone/dump.sql.zst"
 	otherGTIDs := m
 	otherGTIDs.GTIDSet = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"

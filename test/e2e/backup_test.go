@@ -157,6 +157,18 @@ func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 	}
 	require.True(t, names["mysql.ibd"] && names["shop/orders.ibd"], "the copy holds the system tablespace and the table: %d files", len(names))
 
+	// Restored into new clusters (while the test goes on): the physical backup into two
+	// instances, the second cloned from the first; the logical one into one; a copy of
+	// the logical backup with a byte changed in the store is refused.
+	sums := tableSums(t, db)
+	fromPhysical := startRestore(t, ns, "from-physical", p.Name, 2)
+	fromLogical := startRestore(t, ns, "from-logical", b.Name, 1)
+	require.NoError(t, k8s.Create(ctx, newBackup(ns, "tampered", c.Name, good)))
+	tampered := backupEnded(t, ns, "tampered")
+	require.Equal(t, mysqlv1beta1.BackupPhaseCompleted, tampered.Status.Phase, "%v", tampered.Status.Conditions)
+	tamper(t, store, tampered)
+	fromTampered := startRestore(t, ns, "from-tampered", tampered.Name, 1)
+
 	// On a volume: the same backup, as a file (taken after the first, which retention
 	// below expects to be the oldest).
 	onVolume := &mysqlv1beta1.BackupTarget{PVC: &mysqlv1beta1.PVCTarget{ClaimName: "dumps"}}
@@ -182,6 +194,10 @@ func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 	listed, err := store.List(ctx, strings.TrimSuffix(resources.BackupKey(f, bad), "dump.sql.zst"))
 	require.NoError(t, err)
 	require.Empty(t, listed)
+
+	requireRestored(t, fromPhysical, p, sums)
+	requireRestored(t, fromLogical, b, sums)
+	requireRestoreRefused(t, fromTampered, mysqlv1beta1.ReasonBackupCorrupted)
 
 	// The store gone: Failed, StorageUnreachable, within the backup's timeout.
 	s3.Stop()
