@@ -59,3 +59,36 @@ func TestParseOptionsRejectsBadWorkerCloneAndWatchSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRestoreFlags(t *testing.T) {
+	good := []string{"--key=k", "--method=Physical", "--sha256=feed", "--gtid-set=u:1", "--data=/var/lib/mysql", "--s3-bucket=b"}
+	f, err := parseRestoreFlags(good)
+	if err != nil || f.method != "Physical" || f.s3Bucket != "b" || f.timeout.String() != "2h0m0s" {
+		t.Fatalf("%+v %v", f, err)
+	}
+	for name, tc := range map[string]struct {
+		drop, add, want string
+	}{
+		"no key":         {drop: "--key=k", want: "--key is required"},
+		"no checksum":    {drop: "--sha256=feed", want: "--sha256 is required"},
+		"no GTID set":    {drop: "--gtid-set=u:1", want: "--gtid-set is required"},
+		"no store":       {drop: "--s3-bucket=b", want: "exactly one of --s3-bucket and --dir"},
+		"two stores":     {add: "--dir=/backup", want: "exactly one of --s3-bucket and --dir"},
+		"another method": {drop: "--method=Physical", add: "--method=Snapshot", want: `--method "Snapshot"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var args []string
+			for _, a := range good {
+				if a != tc.drop {
+					args = append(args, a)
+				}
+			}
+			if tc.add != "" {
+				args = append(args, tc.add)
+			}
+			if _, err := parseRestoreFlags(args); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -38,7 +38,7 @@ func parseRestoreFlags(args []string) (restoreFlags, error) {
 	fs.StringVar(&f.data, "data", "", "the instance's data folder (empty)")
 	fs.StringVar(&f.work, "work", os.TempDir(), "a private folder")
 	fs.StringVar(&f.report, "report", "/dev/termination-log", "where the result goes")
-	f.storeFlags.register(fs)
+	f.register(fs)
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Hour, "the whole run's deadline")
 	if err := fs.Parse(args); err != nil {
 		return f, err

@@ -126,7 +126,7 @@ func parseBackupFlags(args []string) (backupFlags, error) {
 	fs.StringVar(&f.work, "work", "", "physical: a folder with room for the whole data set")
 	fs.StringVar(&f.tmp, "tmp", os.TempDir(), "a private folder")
 	fs.StringVar(&f.report, "report", "/dev/termination-log", "where the result goes")
-	f.storeFlags.register(fs)
+	f.register(fs)
 	fs.DurationVar(&f.timeout, "timeout", time.Hour, "the whole run's deadline")
 	if err := fs.Parse(args); err != nil {
 		return f, err

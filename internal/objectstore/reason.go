@@ -11,7 +11,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 )
 
-// ErrNotFound: nothing is stored at the key read.
+// ErrNotFound is the error of reading a key nothing is stored at.
 var ErrNotFound = errors.New("no such object")
 
 // Reason is the MySQLBackup reason for a store's error: the store could not be reached,
