@@ -136,7 +136,7 @@ func TestARestoreRunsItsJobIntoTheFirstClaimThenCreatesTheInstances(t *testing.T
 		"--key=ns/shop/base/20261201T020000Z-nightly/data.tar.zst", "--s3-bucket=b"} {
 		require.Contains(t, args, want)
 	}
-	require.Equal(t, "data-db-0", job.Spec.Template.Spec.Volumes[2].PersistentVolumeClaim.ClaimName)
+	require.Equal(t, "data-db-0", job.Spec.Template.Spec.Volumes[3].PersistentVolumeClaim.ClaimName)
 
 	// The Job's pod reports the data in place: the instances are created.
 	done := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)

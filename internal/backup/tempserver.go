@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,14 +50,14 @@ func (t tempServer) serverArgs(data string, extra ...string) []string {
 
 func (t tempServer) initialise(ctx context.Context, data string) error {
 	args := []string{"--no-defaults", "--initialize-insecure", "--datadir=" + data,
-		"--log-error=" + filepath.Join(t.work, "initialise.log")}
+		"--tmpdir=" + filepath.Join(t.work, "tmp"), "--log-error=" + filepath.Join(t.work, "initialise.log")}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
 	if out, err := exec.CommandContext(ctx, t.mysqld, args...).CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(t.work, "initialise.log"))
 		return Fail(t.diskReason(string(out)+string(log), t.failReason),
-			fmt.Errorf("initialising the temporary server: %w: %s%s", err, out, lastLines(string(log), 5)))
+			fmt.Errorf("initialising the temporary server: %w: %s%s", err, out, errorLines(string(log), 5)))
 	}
 	return nil
 }
@@ -142,7 +143,7 @@ func (t tempServer) start(ctx context.Context, data string, extra ...string) (*s
 			log, _ := os.ReadFile(filepath.Join(t.work, "error.log"))
 			db.Close()
 			return nil, nil, Fail(t.diskReason(string(log), t.failReason),
-				fmt.Errorf("the temporary server exited: %s", lastLines(string(log), 5)))
+				fmt.Errorf("the temporary server exited: %s", errorLines(string(log), 5)))
 		case <-ctx.Done():
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -152,4 +153,19 @@ func (t tempServer) start(ctx context.Context, data string, extra ...string) (*s
 			return nil, nil, Fail(t.failReason, fmt.Errorf("the temporary server did not answer within %s: %w", wait, err))
 		}
 	}
+}
+
+// errorLines are the first n of a server log's [ERROR] lines (the first says why; what
+// follows is its consequences), or its last n lines when it has none.
+func errorLines(log string, n int) string {
+	var errs []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "[ERROR]") {
+			errs = append(errs, l)
+		}
+	}
+	if len(errs) == 0 {
+		return lastLines(log, n)
+	}
+	return strings.Join(errs[:min(n, len(errs))], "\n")
 }

@@ -82,11 +82,12 @@ func RestoreJob(r RestoreRun) *batchv1.Job {
 	volumes := []corev1.Volume{
 		{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 			ClaimName: DataClaimName(c, 0)}}},
 	}
 	mounts := []corev1.VolumeMount{{Name: "tools", MountPath: toolsDir, ReadOnly: true},
-		{Name: "work", MountPath: workDir}, {Name: "data", MountPath: DataDir}}
+		{Name: "work", MountPath: workDir}, {Name: "tmp", MountPath: "/tmp"}, {Name: "data", MountPath: DataDir}}
 	targetArgs, env, vols, vmounts := backupTargetArgs(target, c)
 	volumes, mounts = append(volumes, vols...), append(mounts, vmounts...)
 	timeout := RestoreTimeout(c)

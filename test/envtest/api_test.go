@@ -205,6 +205,26 @@ func TestCELRulesHoldWithoutTheWebhooks(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "storageClassName is immutable")
 
+	// Where a cluster's data came from is fixed when it is created.
+	restored := v1beta1Cluster(ns, "cel-restored")
+	restored.Spec.Bootstrap = &mysqlv1beta1.BootstrapSpec{FromBackup: &mysqlv1beta1.BootstrapFromBackup{Name: "nightly"}}
+	require.NoError(t, c.Create(ctx, restored))
+	other := restored.DeepCopy()
+	other.Spec.Bootstrap.FromBackup.Name = "weekly"
+	err = c.Update(ctx, other)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "bootstrap cannot change after the cluster is created")
+	removed := restored.DeepCopy()
+	removed.Spec.Bootstrap = nil
+	err = c.Update(ctx, removed)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "cannot be added or removed later")
+	added := grow.DeepCopy()
+	added.Spec.Bootstrap = restored.Spec.Bootstrap
+	err = c.Update(ctx, added)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "cannot be added or removed later")
+
 	for name, mutate := range map[string]func(*mysqlv1beta1.MySQLCluster){
 		"too many instances": func(x *mysqlv1beta1.MySQLCluster) { x.Spec.Instances = new(int32(10)) },
 		"unsupported series": func(x *mysqlv1beta1.MySQLCluster) { x.Spec.MySQL.Version = "8.0" },
