@@ -211,6 +211,7 @@ func (r *MySQLClusterReconciler) reconcileBackup(ctx context.Context, st *state)
 			st.backups = append(st.backups, b)
 		}
 	}
+	st.backupsListed = true
 	if c.Spec.Backup == nil {
 		return nil
 	}

@@ -91,6 +91,9 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	st := &state{cluster: c}
 	result, stepErr := r.runSteps(ctx, st)
+	if st.backupsListed {
+		recordBackupMetrics(c, st.backups)
+	}
 	if err := r.writeStatus(ctx, observed, st, stepErr); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
 	}
@@ -114,8 +117,9 @@ type state struct {
 	renewAt     time.Time
 	// backups are the cluster's MySQLBackups (not being deleted); nextBackup is when
 	// the schedule is due next (zero: no schedule).
-	backups    []mysqlv1beta1.MySQLBackup
-	nextBackup time.Time
+	backups       []mysqlv1beta1.MySQLBackup
+	backupsListed bool
+	nextBackup    time.Time
 	// lastScheduled is the last due time the schedule reached (zero: no schedule).
 	lastScheduled time.Time
 	// restore is what the restore step learned (nil: no spec.bootstrap.fromBackup).
@@ -224,6 +228,7 @@ func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.M
 	if err := r.Patch(ctx, c, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("while removing the finalizer: %w", err))
 	}
+	forgetBackupMetrics(c)
 	log.Info("Released MySQLCluster for deletion", "deletionPolicy", c.Spec.DeletionPolicy)
 	return nil
 }

@@ -1,0 +1,62 @@
+package controllers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// Backup metrics, per cluster, from its MySQLBackups as the cluster reconciler last listed
+// them; on the operator's metrics endpoint with controller-runtime's own.
+var (
+	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dolphin_backup_last_success_timestamp_seconds",
+		Help: "When the cluster's newest completed backup completed (Unix time).",
+	}, []string{"namespace", "cluster"})
+	backupLastFailure = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dolphin_backup_last_failure_timestamp_seconds",
+		Help: "When the cluster's newest failed backup failed (Unix time).",
+	}, []string{"namespace", "cluster"})
+	backupDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dolphin_backup_duration_seconds",
+		Help: "How long the cluster's newest completed backup took, start to completion.",
+	}, []string{"namespace", "cluster"})
+	backupSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dolphin_backup_size_bytes",
+		Help: "The stored size of the cluster's newest completed backup.",
+	}, []string{"namespace", "cluster"})
+	backupMetrics = []*prometheus.GaugeVec{backupLastSuccess, backupLastFailure, backupDuration, backupSize}
+)
+
+func init() {
+	for _, m := range backupMetrics {
+		metrics.Registry.MustRegister(m)
+	}
+}
+
+// recordBackupMetrics sets the cluster's backup metrics from its backups; a metric with
+// nothing to say (no completed backup, no failed one) has no series.
+func recordBackupMetrics(c *mysqlv1beta1.MySQLCluster, backups []mysqlv1beta1.MySQLBackup) {
+	l := prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name}
+	forgetBackupMetrics(c)
+	if b := newestEnded(backups, mysqlv1beta1.BackupPhaseCompleted); b != nil {
+		backupLastSuccess.With(l).Set(float64(b.Status.CompletedAt.Unix()))
+		if b.Status.StartedAt != nil {
+			backupDuration.With(l).Set(b.Status.CompletedAt.Sub(b.Status.StartedAt.Time).Seconds())
+		}
+		if b.Status.Size != nil {
+			backupSize.With(l).Set(float64(b.Status.Size.Value()))
+		}
+	}
+	if b := newestEnded(backups, mysqlv1beta1.BackupPhaseFailed); b != nil {
+		backupLastFailure.With(l).Set(float64(b.Status.CompletedAt.Unix()))
+	}
+}
+
+// forgetBackupMetrics removes the cluster's series (it is gone, or has nothing to report).
+func forgetBackupMetrics(c *mysqlv1beta1.MySQLCluster) {
+	for _, m := range backupMetrics {
+		m.DeletePartialMatch(prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name})
+	}
+}

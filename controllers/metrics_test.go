@@ -1,0 +1,40 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+func TestBackupMetricsFollowTheNewestBackups(t *testing.T) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "metrics-db"}}
+	l := prometheus.Labels{"namespace": "ns", "cluster": "metrics-db"}
+	done := ended("b2", mysqlv1beta1.BackupPhaseCompleted, "2026-12-02T02:00:00Z")
+	done.Status.StartedAt = &metav1.Time{Time: at("2026-12-02T01:59:10Z")}
+	size := resource.MustParse("4096")
+	done.Status.Size = &size
+	older := ended("b1", mysqlv1beta1.BackupPhaseCompleted, "2026-12-01T02:00:00Z")
+	failed := ended("b3", mysqlv1beta1.BackupPhaseFailed, "2026-12-02T03:00:00Z")
+	recordBackupMetrics(c, []mysqlv1beta1.MySQLBackup{older, done, failed})
+
+	require.Equal(t, float64(at("2026-12-02T02:00:00Z").Unix()), testutil.ToFloat64(backupLastSuccess.With(l)))
+	require.Equal(t, float64(at("2026-12-02T03:00:00Z").Unix()), testutil.ToFloat64(backupLastFailure.With(l)))
+	require.Equal(t, 50.0, testutil.ToFloat64(backupDuration.With(l)))
+	require.Equal(t, 4096.0, testutil.ToFloat64(backupSize.With(l)))
+
+	// Only a failure left: no success series; the cluster gone: no series at all.
+	recordBackupMetrics(c, []mysqlv1beta1.MySQLBackup{failed})
+	require.Equal(t, 0, testutil.CollectAndCount(backupLastSuccess))
+	require.Equal(t, 0, testutil.CollectAndCount(backupSize))
+	require.Equal(t, 1, testutil.CollectAndCount(backupLastFailure))
+	forgetBackupMetrics(c)
+	for _, m := range backupMetrics {
+		require.Equal(t, 0, testutil.CollectAndCount(m))
+	}
+}
