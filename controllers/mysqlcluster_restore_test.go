@@ -193,6 +193,15 @@ func TestAFailedRestoreSaysWhyAndStartsNoInstance(t *testing.T) {
 			require.Zero(t, res.RequeueAfter)
 			require.False(t, hasStatefulSet(t, r))
 			require.Contains(t, <-rec.Events, "Warning "+tc.reason)
+
+			// Deleting the Job tries again.
+			require.NoError(t, r.Delete(context.Background(), job))
+			got, _ = reconcileCluster(t, r)
+			require.Equal(t, mysqlv1beta1.ReasonRestoring, restored(got).Reason, restored(got).Message)
+			require.Equal(t, mysqlv1beta1.PhaseProvisioning, got.Status.Phase)
+			again := &batchv1.Job{}
+			require.NoError(t, r.Get(context.Background(), client.ObjectKeyFromObject(job), again))
+			require.Empty(t, again.Status.Conditions, "a new Job")
 		})
 	}
 }

@@ -214,6 +214,8 @@ func phase(c *mysqlv1beta1.MySQLCluster, old mysqlv1beta1.ClusterPhase, st *stat
 		return mysqlv1beta1.PhasePaused
 	case st.invalid != nil, st.restore != nil && st.restore.failed:
 		return mysqlv1beta1.PhaseFailed
+	case st.restore != nil && st.restore.hold:
+		return mysqlv1beta1.PhaseProvisioning // no instance yet, whatever came before
 	case degraded:
 		return mysqlv1beta1.PhaseDegraded
 	case ready:
