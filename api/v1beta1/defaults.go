@@ -90,7 +90,7 @@ func (b *BackupSpec) defaults(dataSize *resource.Quantity) []string {
 // Default fills what a backup leaves out and returns the paths it filled.
 func (b *MySQLBackup) Default() []string {
 	if b.Spec.Method == "" {
-		b.Spec.Method = BackupMethodLogical
+		b.Spec.Method = BackupMethodPhysical
 		return []string{"spec.method"}
 	}
 	return nil

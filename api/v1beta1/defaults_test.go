@@ -62,7 +62,7 @@ func TestParseMySQLVersion(t *testing.T) {
 
 func TestBackupDefaults(t *testing.T) {
 	b := &MySQLBackup{}
-	if set := b.Default(); !slices.Equal(set, []string{"spec.method"}) || b.Spec.Method != BackupMethodLogical {
+	if set := b.Default(); !slices.Equal(set, []string{"spec.method"}) || b.Spec.Method != BackupMethodPhysical {
 		t.Errorf("got %v %q", set, b.Spec.Method)
 	}
 }

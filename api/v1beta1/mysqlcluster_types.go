@@ -198,7 +198,7 @@ type BackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Schedule string `json:"schedule,omitempty"`
-	// Method of the scheduled backups. Default: Logical.
+	// Method of the scheduled backups. Default: Physical.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup method",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Logical","urn:alm:descriptor:com.tectonic.ui:select:Physical"}
 	Method BackupMethod `json:"method,omitempty"`

@@ -59,12 +59,18 @@ func BackupTimeout(b *mysqlv1beta1.MySQLBackup) time.Duration {
 	return DefaultBackupTimeout
 }
 
-// BackupMethod is a backup's method, Logical when the spec says none.
+// BackupMethod is a backup's method: the one it ran with (its status), else its spec's,
+// else Physical. A backup that ran before Physical became the default, with no method in
+// its spec (stored without the defaulting webhook), ran as Logical and says so in its
+// status, so its data is still found where it is.
 func BackupMethod(b *mysqlv1beta1.MySQLBackup) mysqlv1beta1.BackupMethod {
-	if b.Spec.Method == "" {
-		return mysqlv1beta1.BackupMethodLogical
+	switch {
+	case b.Status.Method != "":
+		return b.Status.Method
+	case b.Spec.Method != "":
+		return b.Spec.Method
 	}
-	return b.Spec.Method
+	return mysqlv1beta1.BackupMethodPhysical
 }
 
 // BackupKey is where a backup's data goes under its target:

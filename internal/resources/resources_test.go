@@ -245,7 +245,9 @@ func TestBackupJob(t *testing.T) {
 		t.Errorf("the operator's binary into the cluster's MySQL image: %+v", pod)
 	}
 	args := strings.Join(pod.Containers[0].Command, " ")
-	for _, want := range []string{"--key=prod/" + c.Namespace + "/db/base/20261202T030405Z-b1/dump.sql.zst", "--source-instance=db-1",
+	// No method: Physical, with a work volume for the copy.
+	for _, want := range []string{"--key=prod/" + c.Namespace + "/db/base/20261202T030405Z-b1/data.tar.zst", "--method=Physical",
+		"--work=/work", "--source-instance=db-1",
 		"--source-host=db-1.db-instances." + c.Namespace + ".svc", "--user=dolphin-backup", "--timeout=10m0s", "--s3-bucket=bk",
 		"--s3-endpoint=https://s3.example", "--s3-path-style", "--s3-ca-file=/etc/dolphin/s3-ca/ca.crt"} {
 		if !strings.Contains(args, want) {

@@ -82,3 +82,21 @@ func TestBackupPodsAreNotInstances(t *testing.T) {
 		t.Errorf("the backup's pod %v must not be one of the instances'", job.Spec.Template.Labels)
 	}
 }
+
+func TestBackupMethodIsTheOneItRanWith(t *testing.T) {
+	l, p := mysqlv1beta1.BackupMethodLogical, mysqlv1beta1.BackupMethodPhysical
+	for _, tc := range []struct {
+		spec, status, want mysqlv1beta1.BackupMethod
+	}{
+		{want: p},                     // the default
+		{spec: l, want: l},            // asked for
+		{status: l, want: l},          // ran as Logical before Physical was the default
+		{spec: p, status: p, want: p}, // as it should be
+	} {
+		b := &mysqlv1beta1.MySQLBackup{Spec: mysqlv1beta1.MySQLBackupSpec{Method: tc.spec},
+			Status: mysqlv1beta1.MySQLBackupStatus{Method: tc.status}}
+		if got := BackupMethod(b); got != tc.want {
+			t.Errorf("spec %q status %q: %q, want %q", tc.spec, tc.status, got, tc.want)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func s3Target(t *testing.T, ns, name, endpoint, accessKey, secret string) *mysql
 
 func newBackup(ns, name, cluster string, target *mysqlv1beta1.BackupTarget) *mysqlv1beta1.MySQLBackup {
 	return &mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: cluster, Target: target}}
+		Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: cluster, Target: target, Method: mysqlv1beta1.BackupMethodLogical}}
 }
 
 // backupEnded waits until the backup is Completed or Failed.

@@ -169,7 +169,7 @@ func TestWebhooksThroughARealAPIServer(t *testing.T) {
 		got := &mysqlv1beta1.MySQLBackup{}
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(b), got))
 		require.Equal(t, "legacy", got.Spec.Cluster)
-		require.Equal(t, mysqlv1beta1.BackupMethodLogical, got.Spec.Method, "defaulted")
+		require.Equal(t, mysqlv1beta1.BackupMethodPhysical, got.Spec.Method, "defaulted")
 		got.Spec.Cluster = "other"
 		err := c.Update(ctx, got)
 		require.Error(t, err)
