@@ -372,10 +372,11 @@ func (p *Process) LogTail() string { return p.p.tail() }
 func (p *Process) LogPath() string { return p.p.log }
 
 // Healthy returns an error naming the first component that has exited: a control-plane
-// process, or the containerd or kubelet of a node that was not stopped.
+// process or a program Run started, not stopped on purpose, or the containerd or kubelet
+// of a node that was not stopped.
 func (c *Cluster) Healthy() error {
 	for _, p := range c.procs {
-		if done, _ := p.exited(); done {
+		if done, _ := p.exited(); done && !p.stopped.Load() {
 			return p.errExited()
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -17,6 +18,8 @@ type process struct {
 	log  string
 	done chan struct{}
 	err  error
+	// stopped: ended on purpose (stop), so not a sign of ill health.
+	stopped atomic.Bool
 }
 
 // startProcess runs bin with args, its output in <logDir>/<name>.log. The child gets
@@ -64,6 +67,7 @@ func (p *process) exited() (bool, error) {
 
 // stop sends SIGTERM, then SIGKILL after the grace period, and waits for the exit.
 func (p *process) stop(grace time.Duration) {
+	p.stopped.Store(true)
 	if done, _ := p.exited(); done {
 		return
 	}
