@@ -10,24 +10,20 @@ import (
 // Backup metrics, per cluster, from its MySQLBackups as the cluster reconciler last listed
 // them; on the operator's metrics endpoint with controller-runtime's own.
 var (
-	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "dolphin_backup_last_success_timestamp_seconds",
-		Help: "When the cluster's newest completed backup completed (Unix time).",
-	}, []string{"namespace", "cluster"})
-	backupLastFailure = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "dolphin_backup_last_failure_timestamp_seconds",
-		Help: "When the cluster's newest failed backup failed (Unix time).",
-	}, []string{"namespace", "cluster"})
-	backupDuration = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "dolphin_backup_duration_seconds",
-		Help: "How long the cluster's newest completed backup took, start to completion.",
-	}, []string{"namespace", "cluster"})
-	backupSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "dolphin_backup_size_bytes",
-		Help: "The stored size of the cluster's newest completed backup.",
-	}, []string{"namespace", "cluster"})
+	backupLastSuccess = clusterGauge("dolphin_backup_last_success_timestamp_seconds",
+		"When the cluster's newest completed backup completed (Unix time).")
+	backupLastFailure = clusterGauge("dolphin_backup_last_failure_timestamp_seconds",
+		"When the cluster's newest failed backup failed (Unix time).")
+	backupDuration = clusterGauge("dolphin_backup_duration_seconds",
+		"How long the cluster's newest completed backup took, start to completion.")
+	backupSize = clusterGauge("dolphin_backup_size_bytes",
+		"The stored size of the cluster's newest completed backup.")
 	backupMetrics = []*prometheus.GaugeVec{backupLastSuccess, backupLastFailure, backupDuration, backupSize}
 )
+
+func clusterGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"namespace", "cluster"})
+}
 
 func init() {
 	for _, m := range backupMetrics {

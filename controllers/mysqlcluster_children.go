@@ -146,7 +146,7 @@ func (r *MySQLClusterReconciler) growVolumes(ctx context.Context, st *state) err
 	want := *c.Spec.Storage.Size
 	for i := range int(*c.Spec.Instances) {
 		pvc := &corev1.PersistentVolumeClaim{}
-		name := fmt.Sprintf("data-%s", c.InstanceName(i))
+		name := resources.DataClaimName(c, i)
 		if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, pvc); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue

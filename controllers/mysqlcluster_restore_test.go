@@ -212,3 +212,22 @@ func TestARestoreNeedsTheOperatorsImage(t *testing.T) {
 	require.Equal(t, mysqlv1beta1.ReasonNoOperatorImage, restored(c).Reason)
 	require.False(t, hasStatefulSet(t, r))
 }
+
+func TestAClusterDeletedBeforeItsRestoreEndedTakesTheClaimWithIt(t *testing.T) {
+	for _, policy := range []mysqlv1beta1.DeletionPolicy{mysqlv1beta1.DeletionPolicyDelete, mysqlv1beta1.DeletionPolicyRetain} {
+		t.Run(string(policy), func(t *testing.T) {
+			c := restoringCluster()
+			now := metav1.Now()
+			c.Finalizers, c.DeletionTimestamp, c.Spec.DeletionPolicy = []string{Finalizer}, &now, policy
+			r, _ := fakeReconciler(t, c, resources.FirstDataClaim(c))
+			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+			require.NoError(t, err)
+			err = r.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "data-db-0"}, &corev1.PersistentVolumeClaim{})
+			if policy == mysqlv1beta1.DeletionPolicyDelete {
+				require.True(t, apierrors.IsNotFound(err), "the claim no StatefulSet took goes: %v", err)
+			} else {
+				require.NoError(t, err, "Retain keeps it")
+			}
+		})
+	}
+}

@@ -86,14 +86,5 @@ func runRestore(args []string) int {
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = backup.Fail(mysqlv1beta1.ReasonDeadlineExceeded, fmt.Errorf("not done within %s: %w", f.timeout, err))
 	}
-	res := backup.EncodeRestored(done, err, mysqlv1beta1.ReasonRestorePodFailed)
-	if werr := os.WriteFile(f.report, res, 0o644); werr != nil {
-		fmt.Fprintln(os.Stderr, "manager restore: writing the report:", werr)
-	}
-	fmt.Println(string(res))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "manager restore:", err)
-		return 1
-	}
-	return 0
+	return report("manager restore", f.report, backup.EncodeRestored(done, err, mysqlv1beta1.ReasonRestorePodFailed), err)
 }

@@ -205,13 +205,18 @@ func runBackup(args []string) int {
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = backup.Fail(mysqlv1beta1.ReasonDeadlineExceeded, fmt.Errorf("not done within %s: %w", f.timeout, err))
 	}
-	res := backup.EncodeResult(m, err, mysqlv1beta1.ReasonBackupPodFailed)
-	if werr := os.WriteFile(f.report, res, 0o644); werr != nil {
-		fmt.Fprintln(os.Stderr, "manager backup: writing the report:", werr)
+	return report("manager backup", f.report, backup.EncodeResult(m, err, mysqlv1beta1.ReasonBackupPodFailed), err)
+}
+
+// report writes a pod-side command's result where the operator reads it (the container's
+// termination message) and to stdout (its log), and gives the exit code.
+func report(cmd, path string, res []byte, err error) int {
+	if werr := os.WriteFile(path, res, 0o644); werr != nil {
+		fmt.Fprintln(os.Stderr, cmd+": writing the report:", werr)
 	}
 	fmt.Println(string(res))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "manager backup:", err)
+		fmt.Fprintln(os.Stderr, cmd+":", err)
 		return 1
 	}
 	return 0

@@ -3,9 +3,8 @@ package mysqld
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 
+	"github.com/dolphin-operator/dolphin/internal/backup"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
@@ -18,11 +17,9 @@ func (i *Instance) CreateOperatorAccounts(ctx context.Context, password string) 
 		return err
 	}
 	defer in.Close()
-	var stmts []string
-	for st := range strings.SplitSeq(os.Expand(resources.AccountsSQL, func(string) string { return password }), ";\n") {
-		if st = strings.TrimSpace(st); st != "" {
-			stmts = append(stmts, st)
-		}
+	stmts, err := backup.Statements(resources.AccountsSQL, func(string) string { return password })
+	if err != nil {
+		return err
 	}
 	if err := in.ExecUnlogged(ctx, stmts...); err != nil {
 		return fmt.Errorf("creating the operator's accounts: %w", err)
