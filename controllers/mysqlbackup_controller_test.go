@@ -205,3 +205,48 @@ func TestARunningBackupIsNotWrittenUntilSomethingChanges(t *testing.T) {
 	require.Equal(t, before.ResourceVersion, after.ResourceVersion, "no write")
 	require.Equal(t, mysqlv1beta1.BackupPhaseRunning, after.Status.Phase)
 }
+
+// instancePod is one of testBackupCluster's pods with role, ready or not.
+func instancePod(name string, role resources.Role, ready bool) *corev1.Pod {
+	labels := resources.SelectorLabels(testBackupCluster(true))
+	labels[resources.LabelRole] = string(role)
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: labels},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}}}
+}
+
+func TestABackupReadsAReplicaOnlyWhileReplicationIsHealthy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		healthy metav1.ConditionStatus
+		pods    []client.Object
+		want    string
+	}{
+		{name: "healthy: the last ready replica", healthy: metav1.ConditionTrue, want: "db-2",
+			pods: []client.Object{instancePod("db-0", resources.RolePrimary, true), instancePod("db-1", resources.RoleReplica, true),
+				instancePod("db-2", resources.RoleReplica, true)}},
+		{name: "healthy, the replica not ready: the primary", healthy: metav1.ConditionTrue, want: "db-0",
+			pods: []client.Object{instancePod("db-0", resources.RolePrimary, true), instancePod("db-1", resources.RoleReplica, false)}},
+		{name: "replication broken: the primary", healthy: metav1.ConditionFalse, want: "db-0",
+			pods: []client.Object{instancePod("db-0", resources.RolePrimary, true), instancePod("db-1", resources.RoleReplica, true)}},
+		{name: "health unknown: the primary", healthy: metav1.ConditionUnknown, want: "db-0",
+			pods: []client.Object{instancePod("db-0", resources.RolePrimary, true), instancePod("db-1", resources.RoleReplica, true)}},
+		{name: "nothing ready: none", healthy: metav1.ConditionFalse,
+			pods: []client.Object{instancePod("db-0", resources.RolePrimary, false)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testBackupCluster(true)
+			c.Status.Conditions = []metav1.Condition{{Type: mysqlv1beta1.ConditionReplicationHealthy, Status: tc.healthy, Reason: "X"}}
+			r, _ := backupReconciler(t, tc.pods...)
+			got, why, err := r.pickSource(context.Background(), c)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			if tc.want == "" {
+				require.Contains(t, why, "no instance of db is ready")
+			}
+		})
+	}
+}
