@@ -69,6 +69,8 @@ func readyPair(t *testing.T, ns, name string) (*mysqlv1beta1.MySQLCluster, strin
 	return c, waitPrimary(t, ns, name, name+"-0").Status.CurrentPrimary
 }
 
+// TestAThreeInstanceClusterBecomesReady brings a cluster up, checks what it runs, kills a
+// replica's mysqld, and deletes it under DeletionPolicy Retain.
 func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	ns := namespace(t)
 	require.NoError(t, k8s.Create(context.Background(), newCluster(ns, "db", mysqlv1beta1.DeletionPolicyDelete)))
@@ -89,36 +91,42 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	}
 	require.Len(t, nodes, 3, "the operator's anti-affinity spreads the instances over the nodes")
 	requireKilledMysqldRejoins(t, c, "db-2")
+	requireRetainedOnDeletion(t, c)
 }
 
-func TestDeletionWithDeleteRemovesEverything(t *testing.T) {
+// requireDeletionRemovesEverything deletes a cluster whose policy is Delete and waits for
+// it and every child to be gone. It ends the life of a cluster another test brought up:
+// a cluster of its own would cost a bring-up for a check that needs none.
+func requireDeletionRemovesEverything(t *testing.T, c *mysqlv1beta1.MySQLCluster) {
+	t.Helper()
 	ctx := context.Background()
-	ns := namespace(t)
-	c := newCluster(ns, "gone", mysqlv1beta1.DeletionPolicyDelete)
-	require.NoError(t, k8s.Create(ctx, c))
-	readyCluster(t, ns, "gone")
+	require.Equal(t, mysqlv1beta1.DeletionPolicyDelete, c.Spec.DeletionPolicy)
 	require.NoError(t, k8s.Delete(ctx, c))
 	took := waitFor(t, time.Minute, "the cluster and every child to be gone", func() error {
-		return remaining(ctx, ns, nil)
+		return remaining(ctx, c.Namespace, nil)
 	})
 	t.Logf("cluster and children gone %s after the delete", took.Round(10*time.Millisecond))
 }
 
-func TestDeletionWithRetainKeepsVolumesAndSecrets(t *testing.T) {
+// requireRetainedOnDeletion switches a Ready cluster's policy to Retain, as a user keeping
+// the data of a cluster they are about to delete does, deletes it, and checks that every
+// instance's volume and the passwords stay while everything else goes.
+func requireRetainedOnDeletion(t *testing.T, c *mysqlv1beta1.MySQLCluster) {
+	t.Helper()
 	ctx := context.Background()
-	ns := namespace(t)
-	c := newCluster(ns, "kept", mysqlv1beta1.DeletionPolicyRetain)
-	require.NoError(t, k8s.Create(ctx, c))
-	readyCluster(t, ns, "kept")
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.DeletionPolicy = mysqlv1beta1.DeletionPolicyRetain
+	require.NoError(t, k8s.Patch(ctx, c, patch))
 	require.NoError(t, k8s.Delete(ctx, c))
 	waitFor(t, time.Minute, "everything but volumes and secrets to be gone", func() error {
-		return remaining(ctx, ns, map[string]bool{"PersistentVolumeClaim": true, "Secret": true})
+		return remaining(ctx, c.Namespace, map[string]bool{"PersistentVolumeClaim": true, "Secret": true})
 	})
 	claims := &corev1.PersistentVolumeClaimList{}
-	require.NoError(t, k8s.List(ctx, claims, client.InNamespace(ns)))
-	require.Len(t, claims.Items, 3, "every instance's volume is kept")
+	require.NoError(t, k8s.List(ctx, claims, client.InNamespace(c.Namespace)))
+	require.Len(t, claims.Items, int(*c.Spec.Instances), "every instance's volume is kept")
 	secret := &corev1.Secret{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept-credentials"}, secret),
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-credentials"}, secret),
 		"the passwords are kept with the data they open")
 }
 

@@ -276,6 +276,7 @@ func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {
 	recloned := dbOf(t, ns, "er-2")
 	dbs := column(t, recloned, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('kept', 'rogue')")
 	require.Equal(t, []string{"kept"}, dbs, "the clone brought the primary's data and dropped the errant write")
+	requireDeletionRemovesEverything(t, c)
 }
 
 // errantWrite has a client with SUPER lift a replica's fence and create a database on it:
