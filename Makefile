@@ -110,7 +110,7 @@ verify-generated: manifests generate bundle catalog ## Fail when generated files
 
 ##@ Test
 
-TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chaos test-olm test-chainsaw scorecard
+TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chaos test-olm test-suites
 .PHONY: test
 test: ## Run every test tier in order (what CI runs) and end with a table of how long each took.
 	@hack/run-tiers.sh $(TEST_TIERS)
@@ -183,11 +183,21 @@ test-olm: cluster-tools images olm opm catalog-render release-images ## Install 
 	DOLPHIN_OLM_CRDS=$(OLM_CRDS) \
 	  $(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/olm/... 2>&1 | tee .run/test-olm.log
 
+CHAINSAW_RUN = PATH=$(LOCALBIN):$$PATH $(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml
 .PHONY: test-chainsaw
 test-chainsaw: cluster-tools images chainsaw kustomize manifests ## Chainsaw suites (test/chainsaw) against the real-node ground with the operator.
 	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
-	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/chainsaw \
-	  --run 'PATH=$(LOCALBIN):$$PATH $(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml'
+	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/chainsaw --run '$(CHAINSAW_RUN)'
+
+# make test's last tier: the chainsaw suites, then scorecard, on one ground (a ground's
+# start and the operator's deploy are about a minute each time on 2 cores). Chainsaw deletes
+# its namespaces before it ends, so scorecard meets the operator as `make scorecard` does.
+.PHONY: test-suites
+test-suites: cluster-tools images chainsaw operator-sdk kustomize manifests release-images ## The chainsaw suites and then scorecard on one real-node ground (log: .run/test-suites.log).
+	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
+	@mkdir -p .run
+	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/suites --release-images $(DOLPHIN_RELEASE_IMAGES) --exit \
+	  --run '$(CHAINSAW_RUN) && $(SCORECARD_RUN)' 2>&1 | tee .run/test-suites.log
 
 .PHONY: bench-failover
 bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, hung mysqld (SIGSTOP), mysqld crash (restarted, and kept down), switchover (BENCH_RUNS, default 5).
@@ -332,12 +342,13 @@ catalog-build: ## Build the catalog image (needs a container engine).
 # is named by the SDK's version: scorecard's default names the published image's digest.
 SCORECARD_FLAGS := -n dolphin-scorecard -s dolphin-scorecard --pod-security restricted --wait-time 10m \
   --untar-image quay.io/operator-framework/scorecard-untar:$(OPERATOR_SDK_VERSION) -o text
+SCORECARD_RUN = $(KUBECTL) apply -f config/scorecard/rbac.yaml && $(OPERATOR_SDK) scorecard ./bundle $(SCORECARD_FLAGS)
 .PHONY: scorecard
 scorecard: operator-sdk cluster-tools images kustomize manifests release-images ## Run operator-sdk scorecard on real nodes: the bundle's tests as pods, their images from the ground's registry (log: .run/scorecard.log).
 	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
 	@mkdir -p .run
 	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/scorecard --release-images $(DOLPHIN_RELEASE_IMAGES) --exit \
-	  --run '$(KUBECTL) apply -f config/scorecard/rbac.yaml && $(OPERATOR_SDK) scorecard ./bundle $(SCORECARD_FLAGS)' 2>&1 | tee .run/scorecard.log
+	  --run '$(SCORECARD_RUN)' 2>&1 | tee .run/scorecard.log
 
 .PHONY: scorecard-local
 scorecard-local: operator-sdk cluster-tools images kustomize manifests ## Run the bundle's scorecard tests here: built-ins in a chroot, Dolphin's on the real-node ground.
