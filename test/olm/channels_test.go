@@ -2,36 +2,84 @@ package olm_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/olm"
 )
 
-// These tests are about the upgrade graph OLM walks: each gets a one-node ground of its
-// own, since one cluster holds one install of the package; the operator's pod runs as
-// OLM deploys it (a CSV succeeds only once its Deployment is available).
-
-func startOLM(t *testing.T) (*olm.OLM, *olm.Images, *olm.Timeline) {
-	t.Helper()
+// The upgrade graph OLM walks is checked by two cases that share one one-node ground in
+// turn, since one cluster holds one install of the package: each case ends by removing
+// what it installed (its Subscription, its CSV and the InstallPlans), as a platform team
+// uninstalling does, and OLM leaves the CRDs for the next, as a reinstall meets them. Each
+// case has a timeline of its own. The operator's pod runs as OLM deploys it (a CSV
+// succeeds only once its Deployment is available).
+func TestUpgradeGraph(t *testing.T) {
 	g, imgs := startGround(t, 1)
 	m := installOLM(t, g.Cluster, imgs)
-	tl := m.Watch(olm.OperatorsNamespace, os.Stderr)
-	t.Cleanup(tl.Stop)
-	return m, imgs, tl
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, *olm.OLM, *olm.Images, *olm.Timeline) string
+	}{
+		{"AHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstallOnceApproved", headWithOnlyASkipRange},
+		{"ASubscriptionToCandidateGetsTheCandidateHeadOnceApproved", subscriptionToCandidate},
+	} {
+		if !t.Run(c.name, func(t *testing.T) {
+			tl := m.Watch(olm.OperatorsNamespace, os.Stderr)
+			defer tl.Stop()
+			removeInstall(t, m, c.run(t, m, imgs, tl))
+		}) {
+			return // what a failed case left installed would be the next one's
+		}
+	}
+}
+
+// removeInstall deletes the Subscription, the installed CSV and every InstallPlan, and
+// waits until they are gone and OLM has removed the operator's Deployment.
+func removeInstall(t *testing.T, m *olm.OLM, csv string) {
+	t.Helper()
+	ctx := context.Background()
+	k8s := m.Client()
+	for _, obj := range []client.Object{
+		&operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: olm.OperatorsNamespace, Name: olm.Package}},
+		&operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: olm.OperatorsNamespace, Name: csv}},
+	} {
+		require.NoError(t, k8s.Delete(ctx, obj))
+	}
+	require.NoError(t, k8s.DeleteAllOf(ctx, &operatorsv1alpha1.InstallPlan{}, client.InNamespace(olm.OperatorsNamespace)))
+	ground.WaitFor(t, time.Minute, "the CSV, the operator's Deployment and the plans to go", func() error {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: csv}, &operatorsv1alpha1.ClusterServiceVersion{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the CSV is still there (%w)", err)
+		}
+		err = k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: "dolphin-controller-manager"}, &appsv1.Deployment{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the Deployment is still there (%w)", err)
+		}
+		plans := &operatorsv1alpha1.InstallPlanList{}
+		if err := k8s.List(ctx, plans, client.InNamespace(olm.OperatorsNamespace)); err != nil || len(plans.Items) > 0 {
+			return fmt.Errorf("%d InstallPlans left (%w)", len(plans.Items), err)
+		}
+		return nil
+	})
 }
 
 // A catalog whose head is reached from older versions only by its skipRange (the older
 // bundle no longer published, no replaces edge) still upgrades an install of the older one;
 // under manual approval, only once the upgrade's InstallPlan is approved.
-func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstallOnceApproved(t *testing.T) {
+func headWithOnlyASkipRange(t *testing.T, m *olm.OLM, imgs *olm.Images, tl *olm.Timeline) string {
 	ctx := context.Background()
 	previous, next := versions(t)
-	m, imgs, tl := startOLM(t)
 	publish(t, m, imgs, "v"+version(previous), readTemplate(t))
 	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "stable", StartingCSV: previous, Manual: true})
 	require.NoError(t, err)
@@ -56,14 +104,14 @@ func TestAHeadPublishedWithOnlyASkipRangeUpgradesAnOlderInstallOnceApproved(t *t
 	t.Logf("UPGRADE by skipRange %s -> %s: awaiting approval %.1fs after the catalog was published; Succeeded %.1fs after approval",
 		previous, next, (approved - published).Seconds(), (at - approved).Seconds())
 	requireGone(t, m, previous)
+	return next
 }
 
 // A Subscription to candidate without a starting CSV installs the candidate head directly;
 // with manual approval, nothing is installed until its InstallPlan is approved.
-func TestASubscriptionToCandidateGetsTheCandidateHeadOnceApproved(t *testing.T) {
+func subscriptionToCandidate(t *testing.T, m *olm.OLM, imgs *olm.Images, tl *olm.Timeline) string {
 	ctx := context.Background()
 	previous, next := versions(t)
-	m, imgs, tl := startOLM(t)
 	publish(t, m, imgs, "v"+version(previous), readTemplate(t))
 	subscribed := tl.Mark("Subscription to candidate, manual approval")
 	_, err := m.Subscribe(ctx, olm.Subscription{Source: catalogSource, Channel: "candidate", Manual: true})
@@ -83,4 +131,5 @@ func TestASubscriptionToCandidateGetsTheCandidateHeadOnceApproved(t *testing.T) 
 		next, (approved - subscribed).Seconds(), (at - approved).Seconds())
 	_, seen := tl.Seen("CSV "+previous, string(operatorsv1alpha1.CSVPhaseSucceeded))
 	require.False(t, seen, "%s was never installed on the way", previous)
+	return next
 }
