@@ -38,15 +38,17 @@ func TestUpgradeGraph(t *testing.T) {
 			tl := m.Watch(olm.OperatorsNamespace, os.Stderr)
 			defer tl.Stop()
 			removeInstall(t, m, c.run(t, m, imgs, tl))
+			removePlans(t, m)
 		}) {
 			return // what a failed case left installed would be the next one's
 		}
 	}
 }
 
-// removeInstall deletes the Subscription, the installed CSV and every InstallPlan, and
-// waits until they are gone and OLM has removed the operator's Deployment.
-func removeInstall(t *testing.T, m *olm.OLM, csv string) {
+// removeInstall deletes the Subscription and the installed CSV, as docs/olm.md's uninstall
+// does, waits until the CSV is gone and OLM has removed the operator's Deployment, and
+// returns how long that took after the deletion.
+func removeInstall(t *testing.T, m *olm.OLM, csv string) time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	k8s := m.Client()
@@ -56,16 +58,27 @@ func removeInstall(t *testing.T, m *olm.OLM, csv string) {
 	} {
 		require.NoError(t, k8s.Delete(ctx, obj))
 	}
-	require.NoError(t, k8s.DeleteAllOf(ctx, &operatorsv1alpha1.InstallPlan{}, client.InNamespace(olm.OperatorsNamespace)))
-	ground.WaitFor(t, time.Minute, "the CSV, the operator's Deployment and the plans to go", func() error {
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: csv}, &operatorsv1alpha1.ClusterServiceVersion{})
-		if !apierrors.IsNotFound(err) {
+	return ground.WaitFor(t, time.Minute, "the CSV and the operator's Deployment to go", func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: csv},
+			&operatorsv1alpha1.ClusterServiceVersion{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the CSV is still there (%w)", err)
 		}
-		err = k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: "dolphin-controller-manager"}, &appsv1.Deployment{})
-		if !apierrors.IsNotFound(err) {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: operatorDeployment},
+			&appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the Deployment is still there (%w)", err)
 		}
+		return nil
+	})
+}
+
+// removePlans deletes every InstallPlan and waits until they are gone: the next case's
+// plans are looked up by the CSV they install, which an earlier case's may name too.
+func removePlans(t *testing.T, m *olm.OLM) {
+	t.Helper()
+	ctx := context.Background()
+	k8s := m.Client()
+	require.NoError(t, k8s.DeleteAllOf(ctx, &operatorsv1alpha1.InstallPlan{}, client.InNamespace(olm.OperatorsNamespace)))
+	ground.WaitFor(t, time.Minute, "the InstallPlans to go", func() error {
 		plans := &operatorsv1alpha1.InstallPlanList{}
 		if err := k8s.List(ctx, plans, client.InNamespace(olm.OperatorsNamespace)); err != nil || len(plans.Items) > 0 {
 			return fmt.Errorf("%d InstallPlans left (%w)", len(plans.Items), err)

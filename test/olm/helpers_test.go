@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// operatorDeployment is the Deployment OLM makes from the CSV (config/manager's name).
+const operatorDeployment = "dolphin-controller-manager"
+
 // versions reads the version under development and the release it replaces from bundle/.
 func versions(t *testing.T) (previous, next string) {
 	t.Helper()
@@ -178,7 +181,7 @@ func settledOperator(t *testing.T, g *ground.Ground, k8s client.Client) (*corev1
 	var uid string
 	ground.WaitFor(t, 3*time.Minute, "the operator's Deployment to have rolled out", func() error {
 		d := &appsv1.Deployment{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: "dolphin-controller-manager"}, d); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: operatorDeployment}, d); err != nil {
 			return err
 		}
 		st := d.Status

@@ -147,21 +147,8 @@ func uninstall(t *testing.T, m *olm.OLM, ns, name, csv string) {
 		}
 		return nil
 	})
-	for _, obj := range []client.Object{
-		&operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: olm.OperatorsNamespace, Name: olm.Package}},
-		&operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: olm.OperatorsNamespace, Name: csv}},
-	} {
-		require.NoError(t, k8s.Delete(ctx, obj))
-	}
-	took := ground.WaitFor(t, time.Minute, "OLM to remove the operator's Deployment", func() error {
-		d := &appsv1.Deployment{}
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: olm.OperatorsNamespace, Name: "dolphin-controller-manager"}, d)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there (%w)", err)
-	})
-	t.Logf("UNINSTALL: cluster deleted, then the operator's Deployment gone %s after the CSV's deletion", took.Round(10*time.Millisecond))
+	took := removeInstall(t, m, csv)
+	t.Logf("UNINSTALL: cluster deleted, then the CSV and the operator's Deployment gone %s after their deletion", took.Round(10*time.Millisecond))
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Name: "mysqlclusters.mysql.dolphin-operator.io"}, crd), "OLM leaves the CRDs")
 }
