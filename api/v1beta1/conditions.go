@@ -21,6 +21,9 @@ const (
 	// without spec.bootstrap.fromBackup). False while it is being restored, or with the
 	// reason it cannot be.
 	ConditionRestored = "Restored"
+	// ConditionBinlogArchiving: the binary log archive holds the primary's events of the
+	// last two archive timeouts (absent without spec.backup.binlogArchive).
+	ConditionBinlogArchiving = "BinlogArchiving"
 )
 
 // Condition reasons (CamelCase, as metav1.Condition requires).

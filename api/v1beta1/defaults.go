@@ -17,6 +17,8 @@ const (
 	DefaultSemiSyncTimeout     = 24 * time.Hour
 	DefaultFailoverDetection   = 5 * time.Second
 	DefaultBackupRetentionKeep = int32(7)
+	// DefaultArchiveTimeout is how often the binary log archive rotates the primary's log.
+	DefaultArchiveTimeout = 5 * time.Minute
 )
 
 // Default fills every field the user left out, and returns the paths it filled, so the
@@ -83,6 +85,10 @@ func (b *BackupSpec) defaults(dataSize *resource.Quantity) []string {
 		size := dataSize.DeepCopy()
 		b.Target = &BackupTarget{PVC: &PVCTarget{Size: &size}}
 		set = append(set, "spec.backup.target")
+	}
+	if a := b.BinlogArchive; a != nil && a.ArchiveTimeout == nil {
+		a.ArchiveTimeout = &metav1.Duration{Duration: DefaultArchiveTimeout}
+		set = append(set, "spec.backup.binlogArchive.archiveTimeout")
 	}
 	return set
 }

@@ -214,6 +214,21 @@ type BackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Suspend backups",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Suspend bool `json:"suspend,omitempty"`
+	// BinlogArchive copies the primary's binary logs to Target as they close, for
+	// point-in-time recovery. It needs an S3 target. Absent: no archive.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Binary log archive"
+	BinlogArchive *BinlogArchiveSpec `json:"binlogArchive,omitempty"`
+}
+
+// BinlogArchiveSpec configures the binary log archive.
+type BinlogArchiveSpec struct {
+	// ArchiveTimeout is how often the primary's binary log is rotated and its closed
+	// files archived: the most a recovery's reach lags behind the primary. Default: 5m;
+	// from 10s to 1h.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Archive timeout",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	ArchiveTimeout *metav1.Duration `json:"archiveTimeout,omitempty"`
 }
 
 // BackupRetention keeps the newest Count backups and drops backups older than MaxAge;
@@ -438,6 +453,16 @@ type BackupStatus struct {
 	// for it, or it passed while backups were suspended. Due times before it are not run.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// FirstRecoverableTime and LastRecoverableTime bound the times a restore can reach
+	// with the binary log archive: from the completion of the oldest completed backup
+	// the archive continues without a gap, to its newest archived event.
+	// +optional
+	FirstRecoverableTime *metav1.Time `json:"firstRecoverableTime,omitempty"`
+	// +optional
+	LastRecoverableTime *metav1.Time `json:"lastRecoverableTime,omitempty"`
+	// LastArchivedBinlog is the newest archived binary log file ("<server uuid>/<file>").
+	// +optional
+	LastArchivedBinlog string `json:"lastArchivedBinlog,omitempty"`
 }
 
 // MySQLCluster is a MySQL cluster with one primary and replicas kept in sync with GTID

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -243,7 +244,31 @@ func validateBackup(c *MySQLCluster) field.ErrorList {
 	if a := b.Retention.MaxAge; a != nil && a.Duration <= 0 {
 		errs = append(errs, field.Invalid(p.Child("retention", "maxAge"), a.String(), "must be positive"))
 	}
+	errs = append(errs, validateBinlogArchive(b, p)...)
 	return append(errs, validateBackupTarget(b.Target, p.Child("target"))...)
+}
+
+// Bounds of spec.backup.binlogArchive.archiveTimeout.
+const (
+	MinArchiveTimeout = 10 * time.Second
+	MaxArchiveTimeout = time.Hour
+)
+
+func validateBinlogArchive(b *BackupSpec, p *field.Path) field.ErrorList {
+	a := b.BinlogArchive
+	if a == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if b.Target == nil || b.Target.S3 == nil {
+		errs = append(errs, field.Required(p.Child("target", "s3"),
+			"binlogArchive keeps the archive in object storage: set an S3 target"))
+	}
+	if t := a.ArchiveTimeout; t != nil && (t.Duration < MinArchiveTimeout || t.Duration > MaxArchiveTimeout) {
+		errs = append(errs, field.Invalid(p.Child("binlogArchive", "archiveTimeout"), t.Duration.String(),
+			fmt.Sprintf("must be from %s to %s", MinArchiveTimeout, MaxArchiveTimeout)))
+	}
+	return errs
 }
 
 func validateBackupTarget(t *BackupTarget, p *field.Path) field.ErrorList {

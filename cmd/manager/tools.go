@@ -46,6 +46,8 @@ func runTool(args []string) (bool, int) {
 		return true, runBackup(args[1:])
 	case cmdRestore:
 		return true, runRestore(args[1:])
+	case cmdArchive:
+		return true, runArchive(args[1:])
 	}
 	return false, 0
 }

@@ -123,6 +123,22 @@ func (s Set) Union(o Set) Set {
 	return out
 }
 
+// Add returns s with transaction gno of source (a server's uuid, or "uuid:tag").
+func (s Set) Add(source string, gno int64) Set {
+	return s.Union(Set{source: {{gno, gno}}})
+}
+
+// Runs is, per source, how many unbroken runs of transactions the set holds.
+func (s Set) Runs() map[string]int {
+	out := map[string]int{}
+	for k, ivs := range s {
+		if len(ivs) > 0 {
+			out[k] = len(ivs)
+		}
+	}
+	return out
+}
+
 // Subtract returns s − o: the transactions of s that o lacks.
 func (s Set) Subtract(o Set) Set {
 	out := Set{}

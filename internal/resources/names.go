@@ -50,6 +50,7 @@ const (
 	ComponentDatabase = "database"
 	ComponentBackup   = "backup"
 	ComponentRestore  = "restore"
+	ComponentArchive  = "binlog-archive"
 )
 
 // StatefulSetName names the StatefulSet; its pods are <cluster>-0..N-1.
@@ -90,6 +91,9 @@ func IssuedTLSSecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + 
 
 // PodDisruptionBudgetName names the PodDisruptionBudget.
 func PodDisruptionBudgetName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }
+
+// BinlogArchiverName names the Deployment that archives a cluster's binary logs.
+func BinlogArchiverName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-binlog-archiver" }
 
 // BackupClaimName names the backup volume the operator creates (and the CronJob that
 // release 0.1.0 ran scheduled backups with, which the operator now deletes).
