@@ -22,12 +22,12 @@ var Magic = []byte{0xfe, 'b', 'i', 'n'}
 
 // Event types this package reads (MySQL's Log_event_type).
 const (
-	eventStop         = 3
-	eventRotate       = 4
-	eventFormat       = 15
-	eventGTID         = 33
+	eventStop          = 3
+	eventRotate        = 4
+	eventFormat        = 15
+	eventGTID          = 33
 	eventAnonymousGTID = 34
-	eventGTIDTagged   = 42
+	eventGTIDTagged    = 42
 )
 
 // headerLen is a v4 event header: timestamp, type, server id, length, next position,
