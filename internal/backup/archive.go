@@ -163,9 +163,13 @@ func (a *Archiver) primary(ctx context.Context) (*sql.DB, string, string, error)
 		return nil, "", "", err
 	}
 	var again string
-	if err := db.QueryRowContext(ctx, "SELECT @@server_uuid").Scan(&again); err != nil || again != uuid {
+	if err := db.QueryRowContext(ctx, "SELECT @@server_uuid").Scan(&again); err != nil {
 		db.Close()
-		return nil, "", "", fmt.Errorf("%s is not the primary %s found (%s): %v", host, a.Primary, uuid, err)
+		return nil, "", "", fmt.Errorf("asking %s, the primary %s found, for its uuid: %w", host, a.Primary, err)
+	}
+	if again != uuid {
+		db.Close()
+		return nil, "", "", fmt.Errorf("%s is %s, not the primary %s found (%s)", host, again, a.Primary, uuid)
 	}
 	return db, host, uuid, nil
 }
