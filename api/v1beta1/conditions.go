@@ -21,8 +21,8 @@ const (
 	// without spec.bootstrap.fromBackup). False while it is being restored, or with the
 	// reason it cannot be.
 	ConditionRestored = "Restored"
-	// ConditionBinlogArchiving: the binary log archive holds the primary's events of the
-	// last two archive timeouts (absent without spec.backup.binlogArchive).
+	// ConditionBinlogArchiving is the type of the binary log archive's condition; this
+	// release does not set it yet.
 	ConditionBinlogArchiving = "BinlogArchiving"
 )
 

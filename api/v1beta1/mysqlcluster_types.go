@@ -214,8 +214,9 @@ type BackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Suspend backups",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Suspend bool `json:"suspend,omitempty"`
-	// BinlogArchive copies the primary's binary logs to Target as they close, for
-	// point-in-time recovery. It needs an S3 target. Absent: no archive.
+	// BinlogArchive configures the archive of the primary's binary logs in Target, for
+	// point-in-time recovery. It needs an S3 target. This release validates and defaults
+	// it but does not run the archiver yet.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Binary log archive"
 	BinlogArchive *BinlogArchiveSpec `json:"binlogArchive,omitempty"`
@@ -453,14 +454,14 @@ type BackupStatus struct {
 	// for it, or it passed while backups were suspended. Due times before it are not run.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
-	// FirstRecoverableTime and LastRecoverableTime bound the times a restore can reach
-	// with the binary log archive: from the completion of the oldest completed backup
-	// the archive continues without a gap, to its newest archived event.
+	// FirstRecoverableTime and LastRecoverableTime are to bound the times a restore can
+	// reach with the binary log archive; this release does not write them yet.
 	// +optional
 	FirstRecoverableTime *metav1.Time `json:"firstRecoverableTime,omitempty"`
 	// +optional
 	LastRecoverableTime *metav1.Time `json:"lastRecoverableTime,omitempty"`
-	// LastArchivedBinlog is the newest archived binary log file ("<server uuid>/<file>").
+	// LastArchivedBinlog is to name the newest archived binary log file ("<server
+	// uuid>/<file>"); this release does not write it yet.
 	// +optional
 	LastArchivedBinlog string `json:"lastArchivedBinlog,omitempty"`
 }

@@ -285,10 +285,9 @@ func (a *Archiver) archive(ctx context.Context, host, uuid, name string) (binlog
 
 // copyFile runs mysqlbinlog for one file into dir.
 func (a *Archiver) copyFile(ctx context.Context, host, name, dir string) error {
-	opts := filepath.Join(dir, "client.cnf")
-	cnf := fmt.Sprintf("[client]\nhost=%s\nport=%d\nuser=%s\npassword=%s\n", host, a.Port, a.Reader.User, a.Reader.Password)
-	if err := os.WriteFile(opts, []byte(cnf), 0o600); err != nil {
-		return fmt.Errorf("writing mysqlbinlog's option file: %w", err)
+	opts, err := clientOptions(dir, "client-*.cnf", host, a.Port, a.Reader.User, a.Reader.Password)
+	if err != nil {
+		return err
 	}
 	cmd := exec.CommandContext(ctx, a.Mysqlbinlog, "--defaults-file="+opts, "--read-from-remote-server",
 		"--raw", "--result-file="+dir+"/", name)

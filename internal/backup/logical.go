@@ -150,16 +150,21 @@ func (l Logical) Run(ctx context.Context) (Manifest, error) {
 // optionFile writes the client options (password included) to a file only we can read:
 // on the command line they would show in the process list.
 func (l Logical) optionFile() (string, error) {
-	f, err := os.CreateTemp(l.Tmp, "dump-*.cnf")
+	return clientOptions(l.Tmp, "dump-*.cnf", l.Source.Host, l.Source.Port, l.Source.User, l.Source.Password)
+}
+
+// clientOptions writes a [client] option file for a MySQL client program into dir,
+// readable by us alone, and returns its path.
+func clientOptions(dir, pattern, host string, port int, user, password string) (string, error) {
+	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
-		return "", fmt.Errorf("writing mysqldump's option file: %w", err)
+		return "", fmt.Errorf("writing a client option file: %w", err)
 	}
 	defer f.Close()
-	_, err = fmt.Fprintf(f, "[client]\nhost=%s\nport=%d\nuser=%s\npassword=%s\n",
-		l.Source.Host, l.Source.Port, l.Source.User, l.Source.Password)
+	_, err = fmt.Fprintf(f, "[client]\nhost=%s\nport=%d\nuser=%s\npassword=%s\n", host, port, user, password)
 	if err != nil {
 		os.Remove(f.Name())
-		return "", fmt.Errorf("writing mysqldump's option file: %w", err)
+		return "", fmt.Errorf("writing a client option file: %w", err)
 	}
 	return filepath.Clean(f.Name()), nil
 }
