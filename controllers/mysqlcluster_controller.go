@@ -34,9 +34,6 @@ import (
 // the topology manager) before a cluster disappears.
 const Finalizer = "mysql.dolphin-operator.io/finalizer"
 
-// forgetTimeout bounds pre-delete work: deletion never hangs on an unreachable mysqld.
-const forgetTimeout = 15 * time.Second
-
 // MySQLClusterReconciler turns a MySQLCluster into running Kubernetes objects and reports
 // what it sees. The order of its steps is in docs/design/reconcile.md.
 type MySQLClusterReconciler struct {
@@ -76,7 +73,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !c.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, c)
+		return r.finalize(ctx, c)
 	}
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
 		patch := client.MergeFrom(c.DeepCopy())
@@ -198,78 +195,6 @@ func (r *MySQLClusterReconciler) requeueRestore(st *state) ctrl.Result {
 		}
 	}
 	return ctrl.Result{}
-}
-
-// finalize keeps what the deletion policy retains, tells the topology manager, and lets
-// the cluster go. Children it owns are removed by the garbage collector afterwards.
-func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.MySQLCluster) error {
-	if !controllerutil.ContainsFinalizer(c, Finalizer) {
-		return nil
-	}
-	log := logf.FromContext(ctx)
-	c.Default()
-	if c.Spec.DeletionPolicy != mysqlv1beta1.DeletionPolicyDelete {
-		if err := r.orphanRetained(ctx, c); err != nil {
-			return err
-		}
-	} else if err := r.deleteUnusedRestoreClaim(ctx, c); err != nil {
-		return err
-	}
-	fctx, cancel := context.WithTimeout(ctx, forgetTimeout)
-	defer cancel()
-	if err := r.Topology.Forget(fctx, c); err != nil {
-		// Deletion goes on: a cluster whose mysqld is gone must still be deletable.
-		log.Error(err, "Pre-delete work failed; deleting anyway")
-		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonDeletionInProgress, "Delete",
-			"Pre-delete work failed, deleting anyway: %v", err)
-	}
-	patch := client.MergeFrom(c.DeepCopy())
-	controllerutil.RemoveFinalizer(c, Finalizer)
-	if err := r.Patch(ctx, c, patch); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("while removing the finalizer: %w", err))
-	}
-	forgetBackupMetrics(c)
-	log.Info("Released MySQLCluster for deletion", "deletionPolicy", c.Spec.DeletionPolicy)
-	return nil
-}
-
-// orphanRetained removes the cluster's owner reference from the Secrets and the backup
-// volume, so the garbage collector keeps them. The data volumes are kept by the
-// StatefulSet's claim retention policy.
-func (r *MySQLClusterReconciler) orphanRetained(ctx context.Context, c *mysqlv1beta1.MySQLCluster) error {
-	keep := []client.Object{
-		&corev1.Secret{}, &corev1.Secret{}, &corev1.Secret{}, &corev1.PersistentVolumeClaim{},
-	}
-	names := []string{resources.CredentialsSecretName(c), resources.CASecretName(c), resources.TLSSecretName(c),
-		resources.BackupClaimName(c)}
-	for k, obj := range keep {
-		if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names[k]}, obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return fmt.Errorf("while reading %s: %w", names[k], err)
-		}
-		if !metaOwnedBy(obj, c) {
-			continue
-		}
-		patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-		if err := controllerutil.RemoveOwnerReference(c, obj, r.Scheme); err != nil {
-			return fmt.Errorf("while releasing %s: %w", names[k], err)
-		}
-		if err := r.Patch(ctx, obj, patch); err != nil {
-			return fmt.Errorf("while releasing %s: %w", names[k], err)
-		}
-	}
-	return nil
-}
-
-func metaOwnedBy(obj client.Object, owner client.Object) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == owner.GetUID() {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *MySQLClusterReconciler) applier() *apply.Applier {

@@ -195,21 +195,72 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		})
 	})
 
-	t.Run("deletion with Retain releases the secrets and lets the cluster go", func(t *testing.T) {
+	t.Run("deletion right after a switch to Retain keeps the data volumes and the secrets", func(t *testing.T) {
+		// The StatefulSet still says Delete, as it does when the cluster is deleted before the
+		// operator has applied the new policy; the claim still belongs to it.
+		sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		require.NoError(t, err)
+		stale := client.MergeFrom(sts.DeepCopy())
+		sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+		require.NoError(t, c.Patch(ctx, sts, stale))
+		claim := dataClaim(ns, "data-db-0", cl, sts)
+		require.NoError(t, c.Create(ctx, claim))
 		require.NoError(t, c.Delete(ctx, cl))
+
+		eventually(t, "the StatefulSet's claim policy to be Retain", func() error {
+			sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+			if err != nil {
+				return err
+			}
+			if p := sts.Spec.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+				return fmt.Errorf("whenDeleted %s", p.WhenDeleted)
+			}
+			return nil
+		})
+		// envtest runs no StatefulSet controller: until the policy is observed the cluster stays.
+		time.Sleep(2 * time.Second)
+		held, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+		require.NoError(t, err, "the cluster must wait for the StatefulSet controller to observe Retain")
+		require.NotNil(t, held.DeletionTimestamp)
+
+		// Play the StatefulSet controller: it observes the generation.
+		sts, err = get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		require.NoError(t, err)
+		observed := client.MergeFrom(sts.DeepCopy())
+		sts.Status.ObservedGeneration = sts.Generation
+		require.NoError(t, c.Status().Patch(ctx, sts, observed))
+
 		eventually(t, "the cluster to be gone", func() error {
 			if _, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{}); !apierrors.IsNotFound(err) {
 				return stillThere(err)
 			}
 			return nil
 		})
+		got, err := get(ctx, c, ns, "data-db-0", &corev1.PersistentVolumeClaim{})
+		require.NoError(t, err)
+		require.Empty(t, got.OwnerReferences, "a retained data volume must not be garbage-collected with the StatefulSet")
 		s, err := get(ctx, c, ns, "db-credentials", &corev1.Secret{})
 		require.NoError(t, err)
 		require.Empty(t, s.OwnerReferences, "a retained Secret must not be garbage-collected with the cluster")
-		sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		sts, err = get(ctx, c, ns, "db", &appsv1.StatefulSet{})
 		require.NoError(t, err, "envtest has no garbage collector: owned children stay until one runs")
 		require.NotEmpty(t, sts.OwnerReferences)
 	})
+}
+
+// dataClaim is an instance's data volume as the StatefulSet controller creates it: the
+// pods' labels and, under a Delete claim policy, an owner reference to the StatefulSet.
+func dataClaim(ns, name string, cl *mysqlv1beta1.MySQLCluster, sts *appsv1.StatefulSet) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: resources.SelectorLabels(cl),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet",
+				Name: sts.Name, UID: sts.UID}}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
 }
 
 func trim(s string) string {
