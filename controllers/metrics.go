@@ -19,6 +19,10 @@ var (
 	backupSize = clusterGauge("dolphin_backup_size_bytes",
 		"The stored size of the cluster's newest completed backup.")
 	backupMetrics = []*prometheus.GaugeVec{backupLastSuccess, backupLastFailure, backupDuration, backupSize}
+	// archiveLastSuccess is kept through a failed read of the index: the archiver's last
+	// complete round is no newer for it.
+	archiveLastSuccess = clusterGauge("dolphin_binlog_archive_last_success_timestamp_seconds",
+		"When the cluster's binary log archiver last found every closed file of the primary stored (Unix time).")
 )
 
 func clusterGauge(name, help string) *prometheus.GaugeVec {
@@ -26,8 +30,23 @@ func clusterGauge(name, help string) *prometheus.GaugeVec {
 }
 
 func init() {
-	for _, m := range backupMetrics {
+	for _, m := range append(backupMetrics, archiveLastSuccess) {
 		metrics.Registry.MustRegister(m)
+	}
+}
+
+// recordArchiveMetrics sets the cluster's archive metric from what the pass read of its
+// index; without an archive, or before the archiver's first round, it has no series.
+func recordArchiveMetrics(c *mysqlv1beta1.MySQLCluster, obs *archiveObservation) {
+	l := prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name}
+	switch {
+	case obs == nil || obs.blocked != "":
+		archiveLastSuccess.Delete(l)
+	case obs.read.err != nil:
+	case obs.read.ix.CheckedAt.IsZero():
+		archiveLastSuccess.Delete(l)
+	default:
+		archiveLastSuccess.With(l).Set(float64(obs.read.ix.CheckedAt.Unix()))
 	}
 }
 

@@ -40,6 +40,9 @@ type MySQLBackupReconciler struct {
 	// OperatorImage is the image backup pods take the operator's binary from; empty when
 	// the operator could not learn it (backups then fail, saying so).
 	OperatorImage string
+	// APIReader reads past the informer cache (the manager's API reader); the Client
+	// when nil. A Job the cache does not hold yet is not a deleted one.
+	APIReader client.Reader
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -106,10 +109,16 @@ func (r *MySQLBackupReconciler) step(ctx context.Context, b *mysqlv1beta1.MySQLB
 	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: resources.BackupJobName(b)}, job)
 	switch {
 	case apierrors.IsNotFound(err) && st.Phase == mysqlv1beta1.BackupPhaseRunning:
-		return outcome{status: failed(st, r.now(), mysqlv1beta1.ReasonBackupPodFailed, "its Job was deleted before it ended")}, nil
+		// The pass right after the one that created the Job often reads a cache that
+		// has not seen it yet: only the API server can say it is gone.
+		err = r.liveReader().Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: resources.BackupJobName(b)}, job)
+		if apierrors.IsNotFound(err) {
+			return outcome{status: failed(st, r.now(), mysqlv1beta1.ReasonBackupPodFailed, "its Job was deleted before it ended")}, nil
+		}
 	case apierrors.IsNotFound(err):
 		return r.start(ctx, b, st)
-	case err != nil:
+	}
+	if err != nil {
 		return outcome{}, fmt.Errorf("while reading the backup's Job: %w", err)
 	}
 	if !metav1.IsControlledBy(job, b) {
@@ -211,6 +220,13 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+func (r *MySQLBackupReconciler) liveReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 func (r *MySQLBackupReconciler) now() time.Time {

@@ -171,6 +171,21 @@ func TestARunningBackupWhoseJobWasDeletedFails(t *testing.T) {
 	require.True(t, strings.Contains(meta.FindStatusCondition(b.Status.Conditions, mysqlv1beta1.BackupConditionFailed).Message, "deleted"))
 }
 
+// The pass after the one that created the Job may read a cache without it: the API
+// server, which has it, decides.
+func TestARunningBackupWhoseJobTheCacheHasNotSeenYetRunsOn(t *testing.T) {
+	b := testBackup(backupNow.Add(-time.Minute), mysqlv1beta1.BackupPhaseRunning)
+	b.Status.Job = resources.BackupJobName(b)
+	r, _ := backupReconciler(t, testBackupCluster(true), b)
+	job := endedJob(b, batchv1.JobComplete, "", "")[0].(*batchv1.Job)
+	job.Status.Conditions = nil
+	live, _ := backupReconciler(t, job)
+	r.APIReader = live.Client
+	got, _ := reconcileBackup(t, r)
+	require.Equal(t, mysqlv1beta1.BackupPhaseRunning, got.Status.Phase, "%v", got.Status.Conditions)
+	require.Nil(t, meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.BackupConditionFailed))
+}
+
 type errStr string
 
 func (e errStr) Error() string { return string(e) }

@@ -76,15 +76,21 @@ func (r *MySQLBackupReconciler) deleteStored(ctx context.Context, b *mysqlv1beta
 
 // store is the client of an S3 target, with the credentials of its Secrets.
 func (r *MySQLBackupReconciler) store(ctx context.Context, ns string, t *mysqlv1beta1.S3Target) (*objectstore.Store, error) {
+	return openStore(ctx, r, ns, t)
+}
+
+// openStore is the client of an S3 target in namespace ns, with the credentials of its
+// Secrets as rd reads them.
+func openStore(ctx context.Context, rd client.Reader, ns string, t *mysqlv1beta1.S3Target) (*objectstore.Store, error) {
 	creds := &corev1.Secret{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.CredentialsSecret.Name}, creds); err != nil {
+	if err := rd.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.CredentialsSecret.Name}, creds); err != nil {
 		return nil, fmt.Errorf("the credentials Secret %s: %w", t.CredentialsSecret.Name, err)
 	}
 	cfg := objectstore.Config{Endpoint: t.Endpoint, Region: t.Region, Bucket: t.Bucket, PathStyle: t.ForcePathStyle,
 		AccessKeyID: string(creds.Data[resources.KeyS3AccessKeyID]), SecretAccessKey: string(creds.Data[resources.KeyS3SecretAccessKey])}
 	if t.CASecret != nil {
 		ca := &corev1.Secret{}
-		if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.CASecret.Name}, ca); err != nil {
+		if err := rd.Get(ctx, client.ObjectKey{Namespace: ns, Name: t.CASecret.Name}, ca); err != nil {
 			return nil, fmt.Errorf("the CA Secret %s: %w", t.CASecret.Name, err)
 		}
 		cfg.CABundle = ca.Data[t.CASecret.Key]

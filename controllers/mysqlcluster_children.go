@@ -186,8 +186,8 @@ func (r *MySQLClusterReconciler) reconcilePDB(ctx context.Context, st *state) er
 		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.PodDisruptionBudgetName(c)}})
 }
 
-// reconcileBackup keeps the backup volume, creates the scheduled backups that are due,
-// and deletes the backups retention expires. The CronJob earlier releases ran scheduled
+// reconcileBackup keeps the backup volume and the binary log archiver, creates the
+// scheduled backups that are due, and deletes the backups retention expires. The CronJob earlier releases ran scheduled
 // backups with is deleted: they are MySQLBackups now.
 func (r *MySQLClusterReconciler) reconcileBackup(ctx context.Context, st *state) error {
 	c := st.cluster
@@ -212,6 +212,9 @@ func (r *MySQLClusterReconciler) reconcileBackup(ctx context.Context, st *state)
 		}
 	}
 	st.backupsListed = true
+	if err := r.reconcileArchive(ctx, st); err != nil {
+		return err
+	}
 	if c.Spec.Backup == nil {
 		return nil
 	}

@@ -49,11 +49,14 @@ type MySQLClusterReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (certificates' renewal); time.Now when nil.
 	Now func() time.Time
+
+	archives archiveReads
 }
 
 // +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
@@ -90,6 +93,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	result, stepErr := r.runSteps(ctx, st)
 	if st.backupsListed {
 		recordBackupMetrics(c, st.backups)
+		recordArchiveMetrics(c, st.archive)
 	}
 	if err := r.writeStatus(ctx, observed, st, stepErr); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
@@ -121,6 +125,8 @@ type state struct {
 	lastScheduled time.Time
 	// restore is what the restore step learned (nil: no spec.bootstrap.fromBackup).
 	restore *restoreState
+	// archive is what the backup step learned of the binary log archive (nil: none).
+	archive *archiveObservation
 }
 
 // step is one stage of a pass.
@@ -169,11 +175,16 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 }
 
 // requeue asks for the next pass when something is due: a certificate renewal, a
-// scheduled backup. The topology manager's reports arrive through its Changes channel
-// instead, and backups' progress through the watch on MySQLBackups.
+// scheduled backup, the next read of the binary log archive's index. The topology
+// manager's reports arrive through its Changes channel instead, and backups' progress
+// through the watch on MySQLBackups.
 func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	var after time.Duration
-	for _, at := range []time.Time{st.renewAt, st.nextBackup} {
+	due := []time.Time{st.renewAt, st.nextBackup}
+	if st.archive != nil {
+		due = append(due, st.archive.nextRead)
+	}
+	for _, at := range due {
 		if at.IsZero() {
 			continue
 		}
@@ -217,6 +228,7 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return b.
 		Owns(&appsv1.StatefulSet{}).
+		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).

@@ -57,6 +57,8 @@ func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.M
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("while removing the finalizer: %w", err))
 	}
 	forgetBackupMetrics(c)
+	recordArchiveMetrics(c, nil)
+	r.archives.forget(c.UID)
 	log.Info("Released MySQLCluster for deletion", "deletionPolicy", c.Spec.DeletionPolicy)
 	return ctrl.Result{}, nil
 }

@@ -83,7 +83,7 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 			Primary:  fmt.Sprintf("%s.%s.svc:%d", resources.PrimaryServiceName(c), c.Namespace, resources.MySQLPort),
 			Replicas: fmt.Sprintf("%s.%s.svc:%d", resources.ReplicasServiceName(c), c.Namespace, resources.MySQLPort),
 		},
-		Backup:  backupStatus(c, st),
+		Backup:  backupStatus(c, old.Backup, st),
 		Restore: old.Restore.DeepCopy(),
 	}
 	if ro.rolledOut {
@@ -138,6 +138,7 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 		set(mysqlv1beta1.ConditionReplicationHealthy, metav1.ConditionUnknown, mysqlv1beta1.ReasonTopologyNotManaged, st.topology.Message)
 	}
 	setLastBackup(&s.Conditions, st.backups, observed.Generation)
+	setArchiving(&s.Conditions, st.archive, observed.Generation)
 	s.Phase = phase(c, old.Phase, st, ready, degraded)
 	return s
 }
@@ -228,8 +229,8 @@ func phase(c *mysqlv1beta1.MySQLCluster, old mysqlv1beta1.ClusterPhase, st *stat
 }
 
 // backupStatus reports the cluster's backups: when the newest completed and the newest
-// failed ended, and when the schedule is due next.
-func backupStatus(c *mysqlv1beta1.MySQLCluster, st *state) mysqlv1beta1.BackupStatus {
+// failed ended, when the schedule is due next, and what the binary log archive reaches.
+func backupStatus(c *mysqlv1beta1.MySQLCluster, old mysqlv1beta1.BackupStatus, st *state) mysqlv1beta1.BackupStatus {
 	var bs mysqlv1beta1.BackupStatus
 	if b := newestEnded(st.backups, mysqlv1beta1.BackupPhaseCompleted); b != nil {
 		bs.LastSuccessful = b.Status.CompletedAt.DeepCopy()
@@ -243,6 +244,7 @@ func backupStatus(c *mysqlv1beta1.MySQLCluster, st *state) mysqlv1beta1.BackupSt
 	if c.Spec.Backup != nil && !st.lastScheduled.IsZero() {
 		bs.LastScheduleTime = &metav1.Time{Time: st.lastScheduled}
 	}
+	archiveStatus(&bs, old, st.archive)
 	return bs
 }
 

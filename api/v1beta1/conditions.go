@@ -21,8 +21,9 @@ const (
 	// without spec.bootstrap.fromBackup). False while it is being restored, or with the
 	// reason it cannot be.
 	ConditionRestored = "Restored"
-	// ConditionBinlogArchiving is the type of the binary log archive's condition; this
-	// release does not set it yet.
+	// ConditionBinlogArchiving: the binary log archiver keeps up (absent without
+	// spec.backup.binlogArchive). Judged by when the archiver last found every closed
+	// file of the primary stored, as its index in the bucket says.
 	ConditionBinlogArchiving = "BinlogArchiving"
 )
 
@@ -136,6 +137,20 @@ const (
 	// ReasonNoOperatorImage: the operator does not know its own image, which restore and
 	// backup pods run.
 	ReasonNoOperatorImage = "NoOperatorImage"
+)
+
+// Reasons of a MySQLCluster's BinlogArchiving condition (with the storage reasons above,
+// when the archive's index could not be read, and NoOperatorImage).
+const (
+	// ReasonArchiving: the archiver stored every closed file of the primary lately.
+	ReasonArchiving = "Archiving"
+	// ReasonArchivePending: the archiver has not yet ended a round (Unknown).
+	ReasonArchivePending = "ArchivePending"
+	// ReasonArchiveStalled: the archiver's last complete round is older than twice the
+	// archive timeout (and half a minute): recoveries reach less and less far.
+	ReasonArchiveStalled = "ArchiveStalled"
+	// ReasonArchiveIndexInvalid: the index in the bucket cannot be read as one.
+	ReasonArchiveIndexInvalid = "ArchiveIndexInvalid"
 )
 
 // ClusterPhase is a one-word summary of a MySQLCluster for humans and printer columns;

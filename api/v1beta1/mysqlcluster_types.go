@@ -215,8 +215,10 @@ type BackupSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Suspend backups",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Suspend bool `json:"suspend,omitempty"`
 	// BinlogArchive configures the archive of the primary's binary logs in Target, for
-	// point-in-time recovery. It needs an S3 target. This release validates and defaults
-	// it but does not run the archiver yet.
+	// point-in-time recovery. It needs an S3 target. The operator runs one archiver pod
+	// per cluster (a Deployment) that copies the primary's closed files to
+	// [prefix/]namespace/cluster/binlog with an index, and reports on it in
+	// status.backup and the BinlogArchiving condition.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Binary log archive"
 	BinlogArchive *BinlogArchiveSpec `json:"binlogArchive,omitempty"`
@@ -454,14 +456,16 @@ type BackupStatus struct {
 	// for it, or it passed while backups were suspended. Due times before it are not run.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
-	// FirstRecoverableTime and LastRecoverableTime are to bound the times a restore can
-	// reach with the binary log archive; this release does not write them yet.
+	// FirstRecoverableTime and LastRecoverableTime bound the times the binary log archive
+	// and the completed backups reach: from the completion of the oldest backup the
+	// archive continues without a gap, to the newest archived event. Absent while there
+	// is no such backup.
 	// +optional
 	FirstRecoverableTime *metav1.Time `json:"firstRecoverableTime,omitempty"`
 	// +optional
 	LastRecoverableTime *metav1.Time `json:"lastRecoverableTime,omitempty"`
-	// LastArchivedBinlog is to name the newest archived binary log file ("<server
-	// uuid>/<file>"); this release does not write it yet.
+	// LastArchivedBinlog names the newest archived binary log file ("<server
+	// uuid>/<file>").
 	// +optional
 	LastArchivedBinlog string `json:"lastArchivedBinlog,omitempty"`
 }

@@ -206,6 +206,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	}
 	if err := (&controllers.MySQLBackupReconciler{
 		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
 		Scheme:        mgr.GetScheme(),
 		Recorder:      mgr.GetEventRecorder("dolphin-operator"),
 		Images:        resources.ImagesFromEnv(os.Getenv),

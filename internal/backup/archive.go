@@ -221,7 +221,18 @@ func closedFiles(ctx context.Context, db *sql.DB) ([]string, error) {
 }
 
 func (a *Archiver) readIndex(ctx context.Context) (binlog.Index, error) {
-	rc, err := a.Store.Get(ctx, binlog.IndexKey(a.Prefix))
+	return ReadIndex(ctx, a.Store, a.Prefix)
+}
+
+// IndexReader is what reading an archive's index needs of a store.
+type IndexReader interface {
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// ReadIndex reads the index of the archive under prefix; an archive not yet begun has
+// the empty index.
+func ReadIndex(ctx context.Context, st IndexReader, prefix string) (binlog.Index, error) {
+	rc, err := st.Get(ctx, binlog.IndexKey(prefix))
 	if err != nil {
 		if objectstore.Reason(err) == mysqlv1beta1.ReasonBackupDataMissing {
 			return binlog.DecodeIndex(nil)

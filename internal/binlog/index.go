@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -44,6 +45,9 @@ type File struct {
 	ArchivedAt   time.Time `json:"archivedAt"`
 }
 
+// ErrIndexInvalid is the error of an index that cannot be read as one.
+var ErrIndexInvalid = errors.New("the binary log index is not valid")
+
 // IndexKey is where the index of an archive under prefix is.
 func IndexKey(prefix string) string { return path.Join(prefix, "index.json") }
 
@@ -59,10 +63,10 @@ func DecodeIndex(raw []byte) (Index, error) {
 		return Index{Version: IndexVersion}, nil
 	}
 	if err := json.Unmarshal(raw, &ix); err != nil {
-		return Index{}, fmt.Errorf("the binary log index: %w", err)
+		return Index{}, fmt.Errorf("%w: %w", ErrIndexInvalid, err)
 	}
 	if ix.Version != IndexVersion {
-		return Index{}, fmt.Errorf("the binary log index is of version %d; this operator reads version %d", ix.Version, IndexVersion)
+		return Index{}, fmt.Errorf("%w: it is of version %d; this operator reads version %d", ErrIndexInvalid, ix.Version, IndexVersion)
 	}
 	return ix, nil
 }

@@ -1,0 +1,172 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/backup"
+	"github.com/dolphin-operator/dolphin/internal/binlog"
+	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/objectstore"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// archiving waits for the cluster's BinlogArchiving condition to have status and reason.
+func archiving(t *testing.T, c *mysqlv1beta1.MySQLCluster, status metav1.ConditionStatus, reason string, within time.Duration) *mysqlv1beta1.MySQLCluster {
+	t.Helper()
+	got := &mysqlv1beta1.MySQLCluster{}
+	took := waitFor(t, within, fmt.Sprintf("BinlogArchiving %s %s", status, reason), func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionBinlogArchiving)
+		if cond == nil || cond.Status != status || cond.Reason != reason {
+			return fmt.Errorf("condition %+v", cond)
+		}
+		return nil
+	})
+	t.Logf("BinlogArchiving %s %s after %s", status, reason, took.Round(10*time.Millisecond))
+	return got
+}
+
+// archivedSet is every transaction the archive's index says it holds.
+func archivedSet(t *testing.T, ix binlog.Index) gtid.Set {
+	all := gtid.Set{}
+	for _, f := range ix.Files {
+		s, err := gtid.Parse(f.GTIDSet)
+		require.NoError(t, err)
+		all = all.Union(s)
+	}
+	return all
+}
+
+// requireStoredAsIndexed checks that every file the index names is stored, as it says.
+func requireStoredAsIndexed(t *testing.T, store *objectstore.Store, ix binlog.Index) {
+	for _, f := range ix.Files {
+		r, err := store.Get(context.Background(), f.Key)
+		require.NoError(t, err, f.Key)
+		raw, err := io.ReadAll(r)
+		r.Close()
+		require.NoError(t, err)
+		sum := sha256.Sum256(raw)
+		require.Equal(t, f.SHA256, hex.EncodeToString(sum[:]), f.Key)
+		require.Equal(t, f.Size, int64(len(raw)), f.Key)
+	}
+}
+
+// TestTheOperatorArchivesThePrimarysBinaryLogs runs a cluster with spec.backup.binlogArchive
+// against the ground's S3 server: the operator's archiver pod stores every write, the
+// status reports the window a backup and the archive reach, an unreachable store turns
+// the condition False with the reason, and removing the archive removes its pod.
+func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	s3, err := g.StartS3(ctx)
+	require.NoError(t, err)
+	defer s3.Stop()
+	store, err := s3.Store(bucket)
+	require.NoError(t, err)
+	require.NoError(t, store.CreateBucket(ctx))
+	target := s3Target(t, ns, "s3", s3.Endpoint, s3.AccessKeyID, s3.SecretAccessKey)
+
+	c := newCluster(ns, "arc", mysqlv1beta1.DeletionPolicyDelete)
+	c.Spec.Instances = new(int32(2))
+	c.Spec.Backup = &mysqlv1beta1.BackupSpec{Suspend: true, Target: target,
+		BinlogArchive: &mysqlv1beta1.BinlogArchiveSpec{ArchiveTimeout: &metav1.Duration{Duration: 10 * time.Second}}}
+	require.NoError(t, k8s.Create(ctx, c))
+	readyCluster(t, ns, c.Name)
+	primary := waitPrimary(t, ns, c.Name, c.Name+"-0").Status.CurrentPrimary
+	db := dbOf(t, ns, primary)
+	var before, after string
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&before))
+	for _, q := range []string{"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY)",
+		"INSERT INTO shop.orders VALUES (1), (2), (3)"} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&after))
+	written := gtid.MustParse(after).Subtract(gtid.MustParse(before))
+	require.Equal(t, int64(3), written.Count())
+
+	// Every write is archived within a few archive timeouts, and the condition says so.
+	prefix := resources.BinlogPrefix(c, target.S3)
+	var ix binlog.Index
+	took := waitFor(t, 3*time.Minute, "the writes to be archived", func() error {
+		if ix, err = backup.ReadIndex(ctx, store, prefix); err != nil {
+			return err
+		}
+		if missing := written.Subtract(archivedSet(t, ix)); !missing.IsEmpty() {
+			return fmt.Errorf("%s not archived yet (%d files)", missing, len(ix.Files))
+		}
+		return nil
+	})
+	t.Logf("3 writes archived %s after they were made", took.Round(10*time.Millisecond))
+	requireStoredAsIndexed(t, store, ix)
+	got := archiving(t, c, metav1.ConditionTrue, mysqlv1beta1.ReasonArchiving, time.Minute)
+	require.NotEmpty(t, got.Status.Backup.LastArchivedBinlog)
+	require.Nil(t, got.Status.Backup.FirstRecoverableTime, "no backup yet: nothing to recover from")
+
+	// A backup is where recoveries start; the archive carries them past it.
+	require.NoError(t, k8s.Create(ctx, newBackup(ns, "base", c.Name, target)))
+	base := backupEnded(t, ns, "base")
+	require.Equal(t, mysqlv1beta1.BackupPhaseCompleted, base.Status.Phase, "%v", base.Status.Conditions)
+	_, err = db.ExecContext(ctx, "INSERT INTO shop.orders VALUES (4)")
+	require.NoError(t, err)
+	waitFor(t, 3*time.Minute, "the window to start at the backup and reach past it", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+			return err
+		}
+		bs := got.Status.Backup
+		if bs.FirstRecoverableTime == nil || bs.LastRecoverableTime == nil {
+			return fmt.Errorf("no window yet: %+v", bs)
+		}
+		if !bs.FirstRecoverableTime.Equal(base.Status.CompletedAt) {
+			return fmt.Errorf("the window starts at %s, the backup completed at %s", bs.FirstRecoverableTime, base.Status.CompletedAt)
+		}
+		if bs.LastRecoverableTime.Before(base.Status.CompletedAt) {
+			return fmt.Errorf("the window ends at %s, before the backup", bs.LastRecoverableTime)
+		}
+		return nil
+	})
+	t.Logf("recoverable from %s to %s", got.Status.Backup.FirstRecoverableTime.UTC().Format(time.RFC3339),
+		got.Status.Backup.LastRecoverableTime.UTC().Format(time.RFC3339))
+
+	// The store gone: the operator cannot read the index and says why; back, it recovers.
+	s3.Stop()
+	got = archiving(t, c, metav1.ConditionFalse, mysqlv1beta1.ReasonStorageUnreachable, 2*time.Minute)
+	require.NotNil(t, got.Status.Backup.FirstRecoverableTime, "what is archived stays reported while the store is away")
+	require.NoError(t, s3.Start(ctx))
+	archiving(t, c, metav1.ConditionTrue, mysqlv1beta1.ReasonArchiving, 2*time.Minute)
+
+	// No archive asked for: no archiver, no condition.
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Backup.BinlogArchive = nil
+	require.NoError(t, k8s.Patch(ctx, c, patch))
+	waitFor(t, time.Minute, "the archiver and its condition to go", func() error {
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.BinlogArchiverName(c)}, &appsv1.Deployment{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the archiver's Deployment: %w", err)
+		}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+			return err
+		}
+		if cond := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionBinlogArchiving); cond != nil {
+			return fmt.Errorf("condition %+v", cond)
+		}
+		return nil
+	})
+}
