@@ -24,6 +24,14 @@ type BootstrapFromBackup struct {
 	// Timeout bounds the restore: a restore not done by then is Failed. Default 2h.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// TargetTime recovers to a point in time: after the backup, the transactions of the
+	// backup cluster's binary log archive whose events are from before this second are
+	// replayed, and none from it on. The backup must be stored in S3, where its cluster
+	// archives its binary logs (spec.backup.binlogArchive), and have completed before
+	// TargetTime; the archive must reach it without a gap.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Target time",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	TargetTime *metav1.Time `json:"targetTime,omitempty"`
 }
 
 // RestoreStatus reports the restore a cluster was bootstrapped with.
@@ -46,7 +54,14 @@ type RestoreStatus struct {
 	// CompletedAt is when the restored data was in place (absent until then).
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// GTIDSet is the restored instance's gtid_executed, checked equal to the backup's.
+	// GTIDSet is the restored instance's gtid_executed, checked equal to the backup's
+	// (with, for a point-in-time recovery, the transactions replayed).
 	// +optional
 	GTIDSet string `json:"gtidSet,omitempty"`
+	// TargetTime is the point in time recovered to (spec.bootstrap.fromBackup.targetTime).
+	// +optional
+	TargetTime *metav1.Time `json:"targetTime,omitempty"`
+	// BinlogFiles is how many archived binary log files were replayed.
+	// +optional
+	BinlogFiles int32 `json:"binlogFiles,omitempty"`
 }

@@ -128,12 +128,18 @@ const (
 	// ReasonBackupDataMissing: nothing is stored where the backup's status says its data is.
 	ReasonBackupDataMissing = "BackupDataMissing"
 	// ReasonRestoreFailed: the data could not be restored: the temporary server did not
-	// start on it, the dump did not replay, or the GTID set restored is not the backup's.
+	// start on it, the dump or the binary logs did not replay, or the GTID set restored
+	// is not the backup's (with the replayed transactions).
 	ReasonRestoreFailed = "RestoreFailed"
 	// ReasonDataVolumeFull: the first instance's volume has no room for the data.
 	ReasonDataVolumeFull = "DataVolumeFull"
 	// ReasonRestorePodFailed: the restore's pod ended without a report of its own.
 	ReasonRestorePodFailed = "RestorePodFailed"
+	// ReasonTargetNotRecoverable: a point-in-time recovery's target time is outside what
+	// the backup and the binary log archive reach: before the backup completed, after
+	// the archive's newest event, or across a gap in the archive (or the backup is not
+	// stored in S3 beside the archive).
+	ReasonTargetNotRecoverable = "TargetNotRecoverable"
 	// ReasonNoOperatorImage: the operator does not know its own image, which restore and
 	// backup pods run.
 	ReasonNoOperatorImage = "NoOperatorImage"

@@ -296,7 +296,7 @@ func (a *Archiver) archive(ctx context.Context, host, uuid, name string) (binlog
 
 // copyFile runs mysqlbinlog for one file into dir.
 func (a *Archiver) copyFile(ctx context.Context, host, name, dir string) error {
-	opts, err := clientOptions(dir, "client-*.cnf", host, a.Port, a.Reader.User, a.Reader.Password)
+	opts, err := clientOptions(dir, "client-*.cnf", tcpAt(host, a.Port), a.Reader.User, a.Reader.Password)
 	if err != nil {
 		return err
 	}

@@ -150,18 +150,22 @@ func (l Logical) Run(ctx context.Context) (Manifest, error) {
 // optionFile writes the client options (password included) to a file only we can read:
 // on the command line they would show in the process list.
 func (l Logical) optionFile() (string, error) {
-	return clientOptions(l.Tmp, "dump-*.cnf", l.Source.Host, l.Source.Port, l.Source.User, l.Source.Password)
+	return clientOptions(l.Tmp, "dump-*.cnf", tcpAt(l.Source.Host, l.Source.Port), l.Source.User, l.Source.Password)
 }
 
+// tcpAt is a client option file's address lines for a server reached over TCP.
+func tcpAt(host string, port int) string { return fmt.Sprintf("host=%s\nport=%d", host, port) }
+
 // clientOptions writes a [client] option file for a MySQL client program into dir,
-// readable by us alone, and returns its path.
-func clientOptions(dir, pattern, host string, port int, user, password string) (string, error) {
+// readable by us alone, and returns its path; where is its address lines (tcpAt, or a
+// socket).
+func clientOptions(dir, pattern, where, user, password string) (string, error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return "", fmt.Errorf("writing a client option file: %w", err)
 	}
 	defer f.Close()
-	_, err = fmt.Fprintf(f, "[client]\nhost=%s\nport=%d\nuser=%s\npassword=%s\n", host, port, user, password)
+	_, err = fmt.Fprintf(f, "[client]\n%s\nuser=%s\npassword=%s\n", where, user, password)
 	if err != nil {
 		os.Remove(f.Name())
 		return "", fmt.Errorf("writing a client option file: %w", err)

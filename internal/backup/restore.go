@@ -68,6 +68,10 @@ type Restore struct {
 	Accounts []string
 	// StartTimeout bounds each temporary server's start (default a minute).
 	StartTimeout time.Duration
+	// Recovery, when set, replays the binary log archive onto the base up to a point in
+	// time, as root with RootPassword (this cluster's, which Accounts gives root).
+	Recovery     *Recovery
+	RootPassword string
 }
 
 // Restored is a restore's report.
@@ -79,6 +83,10 @@ type Restored struct {
 	GTIDSet      string    `json:"gtidSet"`
 	MySQLVersion string    `json:"mysqlVersion"`
 	CompletedAt  time.Time `json:"completedAt"`
+	// TargetTime and BinlogFiles are a point-in-time recovery's: the time recovered to
+	// and how many archived files were replayed.
+	TargetTime  *time.Time `json:"targetTime,omitempty"`
+	BinlogFiles int        `json:"binlogFiles,omitempty"`
 }
 
 // Run restores the backup. A data folder this restore already filled (its pod was run
@@ -170,7 +178,11 @@ func (r Restore) physical(ctx context.Context, stage string) (Restored, error) {
 	if err != nil {
 		return Restored{}, err
 	}
-	srv, db, err := r.temp().start(ctx, stage, "--skip-grant-tables")
+	args := []string{"--skip-grant-tables"}
+	if r.Recovery != nil {
+		args = append(args, replayArgs...)
+	}
+	srv, db, err := r.temp().start(ctx, stage, args...)
 	if err != nil {
 		return Restored{}, err
 	}
@@ -178,6 +190,11 @@ func (r Restore) physical(ctx context.Context, stage string) (Restored, error) {
 	defer db.Close()
 	return r.finish(ctx, srv, db)
 }
+
+// replayArgs are a temporary server's settings for replaying a dump or binary logs:
+// they set GTID_PURGED or GTID_NEXT, which need GTIDs on, with statements as large as
+// the server they came from allowed.
+var replayArgs = []string{"--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--max-allowed-packet=1073741824"}
 
 // logical replays the dump into a server initialised in stage.
 func (r Restore) logical(ctx context.Context, stage string) (Restored, error) {
@@ -190,9 +207,7 @@ func (r Restore) logical(ctx context.Context, stage string) (Restored, error) {
 	if err := t.initialise(ctx, stage); err != nil {
 		return Restored{}, err
 	}
-	// The dump sets GTID_PURGED, which needs GTIDs on; statements as large as the
-	// server it came from allowed.
-	srv, db, err := t.start(ctx, stage, "--gtid-mode=ON", "--enforce-gtid-consistency=ON", "--max-allowed-packet=1073741824")
+	srv, db, err := t.start(ctx, stage, replayArgs...)
 	if err != nil {
 		return Restored{}, err
 	}
@@ -283,17 +298,29 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 func (r Restore) finish(ctx context.Context, srv *server, db *sql.DB) (Restored, error) {
 	// The grant tables now are the source cluster's (a copy, or a replayed mysql schema):
 	// load them, then set this cluster's passwords.
-	for _, q := range append([]string{"FLUSH PRIVILEGES"}, r.Accounts...) {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("setting the accounts: %w", err))
-		}
+	if err := r.rekey(ctx, db, "FLUSH PRIVILEGES"); err != nil {
+		return Restored{}, err
 	}
 	out := Restored{Method: string(r.Method), Location: r.Store.URL(r.Key), SHA256: r.SHA256, Size: r.Size}
+	want := r.GTIDSet
+	if r.Recovery != nil {
+		var err error
+		if want, out.BinlogFiles, err = r.recover(ctx, r.temp()); err != nil {
+			return Restored{}, err
+		}
+		// The replayed transactions may have changed the accounts (the source's own
+		// password changes): this cluster's passwords again.
+		if err := r.rekey(ctx, db); err != nil {
+			return Restored{}, err
+		}
+		target := r.Recovery.stop()
+		out.TargetTime = &target
+	}
 	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_executed, VERSION()").Scan(&out.GTIDSet, &out.MySQLVersion); err != nil {
 		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("reading the restored GTID set: %w", err))
 	}
 	out.GTIDSet = strings.ReplaceAll(out.GTIDSet, "\n", "")
-	if err := sameGTIDs(out.GTIDSet, r.GTIDSet); err != nil {
+	if err := sameGTIDs(out.GTIDSet, want); err != nil {
 		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
 	}
 	db.Close()
@@ -303,7 +330,17 @@ func (r Restore) finish(ctx context.Context, srv *server, db *sql.DB) (Restored,
 	return out, nil
 }
 
-// sameGTIDs checks that the restored set is the backup's.
+// rekey runs first, then the statements that give the accounts this cluster's passwords.
+func (r Restore) rekey(ctx context.Context, db *sql.DB, first ...string) error {
+	for _, q := range append(first, r.Accounts...) {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("setting the accounts: %w", err))
+		}
+	}
+	return nil
+}
+
+// sameGTIDs checks that the restored set is the backup's (and the replayed ones').
 func sameGTIDs(got, want string) error {
 	g, err := gtid.Parse(got)
 	if err != nil {

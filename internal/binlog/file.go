@@ -28,6 +28,7 @@ const (
 	eventGTID          = 33
 	eventAnonymousGTID = 34
 	eventGTIDTagged    = 42
+	eventPreviousGTIDs = 35
 )
 
 // headerLen is a v4 event header: timestamp, type, server id, length, next position,
@@ -57,6 +58,16 @@ type Event struct {
 	// Source and GNO are the transaction's GTID when Type is a GTID event.
 	Source string
 	GNO    int64
+}
+
+// Between says the event is not inside a transaction: it begins one (a GTID event) or
+// is one of a file's own (its format description, previous GTIDs, rotation or stop).
+func (e Event) Between() bool {
+	switch e.Type {
+	case eventGTID, eventAnonymousGTID, eventGTIDTagged, eventFormat, eventPreviousGTIDs, eventRotate, eventStop:
+		return true
+	}
+	return false
 }
 
 // Read reads a whole file from r, calling each (when not nil) for every event.

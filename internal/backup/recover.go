@@ -1,0 +1,241 @@
+package backup
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/binlog"
+	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/objectstore"
+)
+
+// Recovery is a point-in-time recovery's second half: after the base backup is in the
+// stage, the archive's transactions that follow it are replayed with mysqlbinlog up to
+// Target, and the restored GTID set must be the base's with exactly the transactions
+// the archived files hold before Target.
+type Recovery struct {
+	// Store and Prefix are where the binary log archive is (its index and its files).
+	Store  Reader
+	Prefix string
+	// Target: the transactions whose events are from before this second are replayed,
+	// none from it on (event times are whole seconds, as mysqlbinlog's --stop-datetime).
+	Target time.Time
+	// Mysqlbinlog is the program that turns the files into statements.
+	Mysqlbinlog string
+}
+
+// stop is the recovery's first second not replayed.
+func (rc Recovery) stop() time.Time { return rc.Target.UTC().Truncate(time.Second) }
+
+// plan reads the index and chooses the files to replay onto base: every archived file
+// with a transaction base lacks and an event before the target, in the order of their
+// first events. The archive must reach the target.
+func (rc Recovery) plan(ctx context.Context, base gtid.Set) ([]binlog.File, error) {
+	ix, err := ReadIndex(ctx, rc.Store, rc.Prefix)
+	if err != nil {
+		if errors.Is(err, binlog.ErrIndexInvalid) {
+			return nil, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+		}
+		return nil, Fail(objectstore.Reason(err), fmt.Errorf("reading the archive's index: %w", err))
+	}
+	where := rc.Store.URL(binlog.IndexKey(rc.Prefix))
+	if last := ix.Last(); last.Before(rc.stop()) {
+		return nil, Fail(mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Errorf(
+			"the archive (%s) reaches %s; the target %s is after it", where, fmtTime(last), fmtTime(rc.stop())))
+	}
+	var files []binlog.File
+	for _, f := range ix.Files {
+		s, err := gtid.Parse(f.GTIDSet)
+		if err != nil {
+			return nil, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("the index's file %s of %s: %w", f.Name, f.ServerUUID, err))
+		}
+		if !f.FirstEvent.Before(rc.stop()) || base.Contains(s) {
+			continue
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// fetch stores the archived file f, decompressed, at path, and checks that what was
+// read is what the index says: its size and SHA-256.
+func (rc Recovery) fetch(ctx context.Context, f binlog.File, path string, diskReason func(string) string) error {
+	where := rc.Store.URL(f.Key)
+	rcr, err := rc.Store.Get(ctx, f.Key)
+	if err != nil {
+		return Fail(objectstore.Reason(err), fmt.Errorf("reading archived file %s: %w", where, err))
+	}
+	defer rcr.Close()
+	raw := &checkedReader{r: rcr, h: sha256.New()}
+	dec, err := zstd.NewReader(raw)
+	if err != nil {
+		return Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+	}
+	defer dec.Close()
+	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return Fail(diskReason(err.Error()), err)
+	}
+	_, copyErr := io.Copy(out, dec)
+	if err := out.Close(); err != nil && copyErr == nil {
+		copyErr = err
+	}
+	if raw.err == nil {
+		_, _ = io.Copy(io.Discard, raw)
+	}
+	sum := hex.EncodeToString(raw.h.Sum(nil))
+	switch {
+	case raw.err != nil && !errors.Is(raw.err, io.EOF):
+		return Fail(objectstore.Reason(raw.err), fmt.Errorf("reading archived file %s: %w", where, raw.err))
+	case sum != f.SHA256 || raw.n != f.Size:
+		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("archived file %s holds %d bytes with SHA-256 %s; the index says %d bytes with SHA-256 %s",
+			where, raw.n, sum, f.Size, f.SHA256))
+	case copyErr != nil:
+		if ctx.Err() == nil && diskReason(copyErr.Error()) != mysqlv1beta1.ReasonRestoreFailed {
+			return Fail(diskReason(copyErr.Error()), copyErr)
+		}
+		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("archived file %s does not decompress: %w", where, copyErr))
+	}
+	return nil
+}
+
+// replayed is what mysqlbinlog --exclude-gtids=base --stop-datetime=stop replays of the
+// files, in order: it stops at the first event from the stop second on, whatever the
+// event (an excluded transaction's too), and a transaction it stops inside is not
+// committed.
+func replayed(paths []string, base gtid.Set, stop time.Time) (gtid.Set, error) {
+	got := gtid.Set{}
+	stopped := false
+	for _, p := range paths {
+		if stopped {
+			break
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		// open is the transaction being read, until an event between transactions.
+		var open *binlog.Event
+		_, err = binlog.Read(f, func(ev binlog.Event) {
+			if stopped {
+				return
+			}
+			if ev.Between() && open != nil {
+				got, open = got.Add(open.Source, open.GNO), nil
+			}
+			switch {
+			case !ev.Time.Before(stop):
+				stopped, open = true, nil
+			case ev.Source != "":
+				e := ev
+				open = &e
+			}
+		})
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Base(p), err)
+		}
+		if open != nil {
+			got = got.Add(open.Source, open.GNO)
+		}
+	}
+	return got.Subtract(base), nil
+}
+
+// recover replays the archive onto the server holding the base (as root, with this
+// cluster's password) and returns the GTID set the data must then hold, and how many
+// files it replayed.
+func (r Restore) recover(ctx context.Context, t tempServer) (string, int, error) {
+	rc := r.Recovery
+	base, err := gtid.Parse(r.GTIDSet)
+	if err != nil {
+		return "", 0, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("the backup's GTID set: %w", err))
+	}
+	files, err := rc.plan(ctx, base)
+	if err != nil {
+		return "", 0, err
+	}
+	dir := filepath.Join(r.Work, "binlog")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", 0, Fail(r.diskReason(err.Error()), err)
+	}
+	defer os.RemoveAll(dir)
+	paths := make([]string, 0, len(files))
+	for i, f := range files {
+		p := filepath.Join(dir, fmt.Sprintf("%04d-%s-%s", i, f.ServerUUID, f.Name))
+		if err := rc.fetch(ctx, f, p, r.diskReason); err != nil {
+			return "", 0, err
+		}
+		paths = append(paths, p)
+	}
+	more, err := replayed(paths, base, rc.stop())
+	if err != nil {
+		return "", 0, Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("an archived file: %w", err))
+	}
+	want := base.Union(more)
+	for source, runs := range want.Runs() {
+		if runs > 1 {
+			return "", 0, Fail(mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Errorf(
+				"the archive lacks transactions of %s between the backup and the target (restored set would be %s): a file was purged before it was archived",
+				source, want))
+		}
+	}
+	if len(paths) > 0 {
+		if err := r.replayBinlogs(ctx, t, paths, base, rc.stop()); err != nil {
+			return "", 0, err
+		}
+	}
+	return want.String(), len(paths), nil
+}
+
+// replayBinlogs pipes mysqlbinlog's statements for the files into the mysql client.
+func (r Restore) replayBinlogs(ctx context.Context, t tempServer, paths []string, base gtid.Set, stop time.Time) error {
+	opts, err := clientOptions(r.Work, "replay-*.cnf", "socket="+t.socket(), "root", r.RootPassword)
+	if err != nil {
+		return Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+	}
+	defer os.Remove(opts)
+	args := []string{"--no-defaults", "--stop-datetime=" + stop.Format(time.DateTime)}
+	if !base.IsEmpty() {
+		args = append(args, "--exclude-gtids="+base.String())
+	}
+	dump := exec.CommandContext(ctx, r.Recovery.Mysqlbinlog, append(args, paths...)...)
+	// --stop-datetime is read in the local time zone; the index's times are UTC.
+	dump.Env = append(os.Environ(), "TZ=UTC")
+	apply := exec.CommandContext(ctx, r.Mysql, "--defaults-file="+opts, "--protocol=socket",
+		"--max-allowed-packet=1073741824", "--binary-mode")
+	var dumpErr, applyErr tail
+	pipe, err := dump.StdoutPipe()
+	if err != nil {
+		return Fail(mysqlv1beta1.ReasonRestoreFailed, err)
+	}
+	dump.Stderr, apply.Stdin, apply.Stdout, apply.Stderr = &dumpErr, pipe, io.Discard, &applyErr
+	dump.WaitDelay, apply.WaitDelay = 10*time.Second, 10*time.Second
+	if err := dump.Start(); err != nil {
+		return Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("starting mysqlbinlog: %w", err))
+	}
+	runErr := apply.Run()
+	waitErr := dump.Wait()
+	switch {
+	case ctx.Err() != nil:
+		return Fail(mysqlv1beta1.ReasonDeadlineExceeded, fmt.Errorf("replaying the binary logs: %w", ctx.Err()))
+	case runErr != nil:
+		return Fail(r.diskReason(applyErr.String()), fmt.Errorf("replaying the binary logs: %w: %s", runErr, lastLines(applyErr.String(), 5)))
+	case waitErr != nil:
+		return Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("mysqlbinlog: %w: %s", waitErr, lastLines(dumpErr.String(), 5)))
+	}
+	return nil
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,153 @@
+package backup_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/backup"
+	"github.com/dolphin-operator/dolphin/internal/binlog"
+	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/test/mysqld"
+)
+
+// ids are the ids in shop.orders.
+func ids(t *testing.T, ctx context.Context, db *sql.DB) []int {
+	rows, err := db.QueryContext(ctx, "SELECT id FROM shop.orders ORDER BY id")
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var id int
+		require.NoError(t, rows.Scan(&id))
+		out = append(out, id)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// waitSecond waits for the next whole second and returns it.
+func waitSecond() time.Time {
+	next := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(next))
+	return next
+}
+
+// recoveryOf is the restore of m to target, with the fixture's archive.
+func recoveryOf(t *testing.T, f *fixture, m backup.Manifest, data string, target time.Time) backup.Restore {
+	r := restoreOf(t, f, m, data)
+	r.RootPassword = mysqld.RootPassword
+	r.Recovery = &backup.Recovery{Store: f.st, Prefix: archivePrefix, Target: target, Mysqlbinlog: f.in.ClientPath("mysqlbinlog")}
+	return r
+}
+
+// TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget: rows written after a base
+// backup, across two archived files, a time T, then a bad DELETE and DROP: a recovery to
+// T from either kind of backup gives the rows written before T, by id, and the GTID set
+// of the source at T.
+func TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget(t *testing.T) {
+	f := newFixture(t, 1, 20, clonePlugin)
+	ctx := f.ctx
+	a := f.archiver(t, f.servers[0])
+	_, err := a.Round(ctx)
+	require.NoError(t, err)
+	lm, err := logical(f.servers[0], f.st, f.in, t.TempDir()).Run(ctx)
+	require.NoError(t, err)
+	p := physical(f.servers[0], f.st, f.in, t.TempDir())
+	p.Key = "ns/db/base/b2/data.tar.zst"
+	pm, err := p.Run(ctx)
+	require.NoError(t, err)
+
+	insert := func(from, to int) {
+		for i := from; i <= to; i++ {
+			_, err := f.db.ExecContext(ctx, "INSERT INTO shop.orders VALUES (?, 'after', NULL)", i)
+			require.NoError(t, err)
+		}
+	}
+	insert(101, 105)
+	_, err = a.Round(ctx) // a file boundary between the good writes
+	require.NoError(t, err)
+	insert(106, 110)
+	want := ids(t, ctx, f.db)
+	atTarget := gtidExecuted(t, ctx, f.db)
+	target := waitSecond()
+	for _, q := range []string{"DELETE FROM shop.orders WHERE id <= 15", "DROP TABLE shop.empty"} {
+		_, err := f.db.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	_, err = a.Round(ctx)
+	require.NoError(t, err)
+	require.Len(t, ids(t, ctx, f.db), len(want)-15, "the bad DELETE ran on the source")
+
+	for _, m := range []backup.Manifest{lm, pm} {
+		t.Run(m.Method, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "data")
+			require.NoError(t, os.MkdirAll(data, 0o750))
+			done, err := recoveryOf(t, f, m, data, target).Run(ctx)
+			require.NoError(t, err)
+			require.True(t, gtid.MustParse(atTarget).Equal(gtid.MustParse(done.GTIDSet)), "restored %s, the source had %s at the target", done.GTIDSet, atTarget)
+			require.GreaterOrEqual(t, done.BinlogFiles, 2)
+			require.Equal(t, target, *done.TargetTime)
+
+			restored, err := f.in.Start(ctx, mysqld.Options{Dir: dir, ServerID: 902})
+			require.NoError(t, err)
+			defer restored.Stop()
+			db, err := restored.DB()
+			require.NoError(t, err)
+			defer db.Close()
+			require.Equal(t, want, ids(t, ctx, db), "exactly the rows written before the target")
+			var n int
+			require.NoError(t, db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'shop' AND table_name = 'empty'").Scan(&n))
+			require.Equal(t, 1, n, "the table dropped after the target is there")
+			require.NoError(t, login(ctx, restored, newPassword), "this cluster's passwords")
+		})
+	}
+
+	t.Run("a target after the archive's newest event", func(t *testing.T) {
+		data := filepath.Join(t.TempDir(), "data")
+		require.NoError(t, os.MkdirAll(data, 0o750))
+		_, err := recoveryOf(t, f, lm, data, time.Now().Add(time.Hour)).Run(ctx)
+		require.Equal(t, mysqlv1beta1.ReasonTargetNotRecoverable, reason(err), "%v", err)
+		requireEmpty(t, data)
+	})
+	t.Run("an archived file changed in the store", func(t *testing.T) {
+		ix := f.index(t)
+		var changed binlog.File
+		for _, file := range ix.Files {
+			if !gtid.MustParse(lm.GTIDSet).Contains(gtid.MustParse(file.GTIDSet)) {
+				changed = file
+				break
+			}
+		}
+		require.NotEmpty(t, changed.Key)
+		rc, err := f.st.Get(ctx, changed.Key)
+		require.NoError(t, err)
+		raw, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(t, err)
+		raw[len(raw)/2] ^= 0x40
+		_, err = f.st.Put(ctx, changed.Key, bytes.NewReader(raw))
+		require.NoError(t, err)
+		data := filepath.Join(t.TempDir(), "data")
+		require.NoError(t, os.MkdirAll(data, 0o750))
+		_, err = recoveryOf(t, f, lm, data, target).Run(ctx)
+		require.Equal(t, mysqlv1beta1.ReasonBackupCorrupted, reason(err), "%v", err)
+		require.ErrorContains(t, err, changed.Name)
+		requireEmpty(t, data)
+	})
+}
+
+func requireEmpty(t *testing.T, dir string) {
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the volume is left empty")
+}
