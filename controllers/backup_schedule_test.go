@@ -128,4 +128,12 @@ func TestASchedulePicksUpFromWhereItWas(t *testing.T) {
 	st, names = created(t, newCluster(&metav1.Time{Time: at("2026-12-02T01:00:00Z")}, true))
 	require.Empty(t, names)
 	require.Equal(t, at("2026-12-02T02:00:00Z"), st.lastScheduled)
+
+	// Suspended without a schedule (backups by hand, or only the binary log archive):
+	// nothing is due, and nothing fails.
+	c := newCluster(nil, true)
+	c.Spec.Backup.Schedule = ""
+	st, names = created(t, c)
+	require.Empty(t, names)
+	require.True(t, st.nextBackup.IsZero())
 }

@@ -234,6 +234,9 @@ func (r *MySQLClusterReconciler) reconcileBackup(ctx context.Context, st *state)
 // schedule creates the scheduled backup that is due, if any, and notes when the next is.
 func (r *MySQLClusterReconciler) schedule(ctx context.Context, st *state) error {
 	c := st.cluster
+	if c.Spec.Backup.Schedule == "" {
+		return nil // suspended without a schedule (validation allows no other): nothing is due
+	}
 	sched, err := mysqlv1beta1.ParseSchedule(c.Spec.Backup.Schedule)
 	if err != nil {
 		return fmt.Errorf("spec.backup.schedule: %w", err) // validation refuses it first

@@ -99,6 +99,9 @@ func (r *MySQLClusterReconciler) restore(ctx context.Context, c *mysqlv1beta1.My
 	if rs := unrestorable(b, s); rs != nil {
 		return rs, nil
 	}
+	if rs := unrecoverable(c, b, s); rs != nil {
+		return rs, nil
+	}
 	s.Location, s.Method = b.Status.Location, b.Status.Method
 	if err := r.Create(ctx, resources.FirstDataClaim(c)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("while creating the first instance's claim: %w", err)
@@ -146,6 +149,33 @@ func unrestorable(b *mysqlv1beta1.MySQLBackup, s *mysqlv1beta1.RestoreStatus) *r
 	return nil
 }
 
+// unrecoverable is why the cluster's recovery target cannot be reached from the backup,
+// or nil (the restore Job checks the archive itself).
+func unrecoverable(c *mysqlv1beta1.MySQLCluster, b *mysqlv1beta1.MySQLBackup, s *mysqlv1beta1.RestoreStatus) *restoreState {
+	t := resources.RecoveryTarget(c)
+	if t == nil {
+		return nil
+	}
+	s.TargetTime = t.DeepCopy()
+	switch {
+	case b.Status.Target.S3 == nil:
+		return waiting(s, mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Sprintf(
+			"MySQLBackup %s is stored on a volume: a recovery to a point in time needs a backup stored in S3, beside its cluster's binary log archive", b.Name), true)
+	case b.Status.CompletedAt == nil || t.Before(b.Status.CompletedAt):
+		return waiting(s, mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Sprintf(
+			"MySQLBackup %s completed at %s, after the target %s: choose a backup that completed before it", b.Name,
+			timeOrNone(b.Status.CompletedAt), t.UTC().Format(time.RFC3339)), true)
+	}
+	return nil
+}
+
+func timeOrNone(t *metav1.Time) string {
+	if t == nil {
+		return "(unknown)"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
 // observeRestore reads the restore Job's end and its pod's report.
 func (r *MySQLClusterReconciler) observeRestore(ctx context.Context, c *mysqlv1beta1.MySQLCluster, s *mysqlv1beta1.RestoreStatus, job *batchv1.Job) (*restoreState, error) {
 	end := jobEnd(job)
@@ -157,6 +187,7 @@ func (r *MySQLClusterReconciler) observeRestore(ctx context.Context, c *mysqlv1b
 	case err == nil && res.Restored != nil && end.Type == batchv1.JobComplete:
 		s.CompletedAt = &metav1.Time{Time: res.Restored.CompletedAt}
 		s.GTIDSet = res.Restored.GTIDSet
+		s.BinlogFiles = int32(res.Restored.BinlogFiles)
 		return restoreDone(s), nil
 	case err == nil && res.Reason != "":
 		return waiting(s, res.Reason, res.Message+retryHint(job), true), nil

@@ -41,6 +41,7 @@ func completedBackup(phase mysqlv1beta1.BackupPhase) *mysqlv1beta1.MySQLBackup {
 		size := resource.MustParse("1234")
 		b.Status.Size, b.Status.SHA256, b.Status.GTIDSet = &size, "feed", "u:1-9"
 		b.Status.Method, b.Status.Location = mysqlv1beta1.BackupMethodPhysical, "s3://b/ns/shop/base/x/data.tar.zst"
+		b.Status.CompletedAt = &metav1.Time{Time: time.Date(2026, 12, 1, 2, 5, 0, 0, time.UTC)}
 		b.Status.Target = &mysqlv1beta1.BackupTarget{S3: &mysqlv1beta1.S3Target{Bucket: "b",
 			CredentialsSecret: corev1.LocalObjectReference{Name: "s3"}}}
 	}
@@ -202,6 +203,46 @@ func TestAFailedRestoreSaysWhyAndStartsNoInstance(t *testing.T) {
 			again := &batchv1.Job{}
 			require.NoError(t, r.Get(context.Background(), client.ObjectKeyFromObject(job), again))
 			require.Empty(t, again.Status.Conditions, "a new Job")
+		})
+	}
+}
+
+func TestARecoveryToATargetTheBackupCannotReachFailsAtOnce(t *testing.T) {
+	completed := completedBackup(mysqlv1beta1.BackupPhaseCompleted).Status.CompletedAt.Time
+	onVolume := completedBackup(mysqlv1beta1.BackupPhaseCompleted)
+	onVolume.Status.Target = &mysqlv1beta1.BackupTarget{PVC: &mysqlv1beta1.PVCTarget{ClaimName: "nas"}}
+	for _, tc := range []struct {
+		name   string
+		backup *mysqlv1beta1.MySQLBackup
+		target time.Time
+		reason string
+		msg    string
+	}{
+		{name: "reachable", backup: completedBackup(mysqlv1beta1.BackupPhaseCompleted), target: completed.Add(time.Hour),
+			reason: mysqlv1beta1.ReasonRestoring},
+		{name: "before the backup completed", backup: completedBackup(mysqlv1beta1.BackupPhaseCompleted), target: completed.Add(-time.Second),
+			reason: mysqlv1beta1.ReasonTargetNotRecoverable, msg: "completed at 2026-12-01T02:05:00Z, after the target 2026-12-01T02:04:59Z"},
+		{name: "a backup on a volume", backup: onVolume, target: completed.Add(time.Hour),
+			reason: mysqlv1beta1.ReasonTargetNotRecoverable, msg: "needs a backup stored in S3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := restoringCluster()
+			c.Spec.Bootstrap.FromBackup.TargetTime = &metav1.Time{Time: tc.target}
+			r, _ := fakeReconciler(t, c, tc.backup)
+			r.OperatorImage = "op:1"
+			got, _ := reconcileCluster(t, r)
+			cond := restored(got)
+			require.Equal(t, tc.reason, cond.Reason, cond.Message)
+			require.Contains(t, cond.Message, tc.msg)
+			require.NotNil(t, got.Status.Restore)
+			require.True(t, got.Status.Restore.TargetTime.Equal(c.Spec.Bootstrap.FromBackup.TargetTime))
+			err := r.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: resources.RestoreJobName(c)}, &batchv1.Job{})
+			if tc.reason == mysqlv1beta1.ReasonRestoring {
+				require.NoError(t, err)
+				return
+			}
+			require.Equal(t, mysqlv1beta1.PhaseFailed, got.Status.Phase)
+			require.True(t, apierrors.IsNotFound(err), "no Job: %v", err)
 		})
 	}
 }

@@ -23,6 +23,8 @@ type restoreFlags struct {
 	mysqld, mysql, data, work    string
 	report                       string
 	timeout                      time.Duration
+	// binlogPrefix, targetTime and mysqlbinlog are a point-in-time recovery's.
+	binlogPrefix, targetTime, mysqlbinlog string
 }
 
 func parseRestoreFlags(args []string) (restoreFlags, error) {
@@ -38,6 +40,9 @@ func parseRestoreFlags(args []string) (restoreFlags, error) {
 	fs.StringVar(&f.data, "data", "", "the instance's data folder (empty)")
 	fs.StringVar(&f.work, "work", os.TempDir(), "a private folder")
 	fs.StringVar(&f.report, "report", "/dev/termination-log", "where the result goes")
+	fs.StringVar(&f.targetTime, "target-time", "", "recover to this time (RFC 3339) with the binary log archive")
+	fs.StringVar(&f.binlogPrefix, "binlog-prefix", "", "where the binary log archive is in the store (with --target-time)")
+	fs.StringVar(&f.mysqlbinlog, "mysqlbinlog", "mysqlbinlog", "the binary log reader (with --target-time)")
 	f.register(fs)
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Hour, "the whole run's deadline")
 	if err := fs.Parse(args); err != nil {
@@ -53,7 +58,24 @@ func parseRestoreFlags(args []string) (restoreFlags, error) {
 	default:
 		return f, fmt.Errorf("--method %q: not Logical or Physical", f.method)
 	}
+	if f.targetTime != "" {
+		if _, err := time.Parse(time.RFC3339, f.targetTime); err != nil {
+			return f, fmt.Errorf("--target-time %q: not an RFC 3339 time: %w", f.targetTime, err)
+		}
+		if f.binlogPrefix == "" {
+			return f, errors.New("--binlog-prefix is required with --target-time")
+		}
+	}
 	return f, f.check()
+}
+
+// recovery is the point-in-time recovery the flags ask for, or nil.
+func (f restoreFlags) recovery(st backup.Reader) *backup.Recovery {
+	if f.targetTime == "" {
+		return nil
+	}
+	target, _ := time.Parse(time.RFC3339, f.targetTime) // checked by parseRestoreFlags
+	return &backup.Recovery{Store: st, Prefix: f.binlogPrefix, Target: target, Mysqlbinlog: f.mysqlbinlog}
 }
 
 // runRestore restores the backup into the data folder and writes its result to the
@@ -81,7 +103,8 @@ func runRestore(args []string) int {
 		}
 		return backup.Restore{Mysqld: f.mysqld, Mysql: f.mysql, Store: st, Key: f.key, SHA256: f.sha256,
 			GTIDSet: f.gtidSet, Method: mysqlv1beta1.BackupMethod(f.method), Size: f.size,
-			Data: f.data, Work: f.work, Accounts: accounts}.Run(ctx)
+			Data: f.data, Work: f.work, Accounts: accounts,
+			Recovery: f.recovery(st), RootPassword: os.Getenv("MYSQL_ROOT_PASSWORD")}.Run(ctx)
 	}()
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = backup.Fail(mysqlv1beta1.ReasonDeadlineExceeded, fmt.Errorf("not done within %s: %w", f.timeout, err))

@@ -45,6 +45,14 @@ func RestoreTimeout(c *mysqlv1beta1.MySQLCluster) time.Duration {
 	return DefaultRestoreTimeout
 }
 
+// RecoveryTarget is the point in time a cluster's restore recovers to, or nil.
+func RecoveryTarget(c *mysqlv1beta1.MySQLCluster) *metav1.Time {
+	if b := c.Spec.Bootstrap; b != nil && b.FromBackup != nil {
+		return b.FromBackup.TargetTime
+	}
+	return nil
+}
+
 // DataClaimName is the name the StatefulSet gives an instance's data claim.
 func DataClaimName(c *mysqlv1beta1.MySQLCluster, ordinal int) string {
 	return fmt.Sprintf("data-%s-%d", StatefulSetName(c), ordinal)
@@ -98,6 +106,11 @@ func RestoreJob(r RestoreRun) *batchv1.Job {
 	args := append([]string{toolsDir + "/manager", "restore", "--key=" + RestoreKey(b), "--method=" + string(b.Status.Method),
 		"--sha256=" + b.Status.SHA256, "--size=" + strconv.FormatInt(size, 10), "--gtid-set=" + b.Status.GTIDSet,
 		"--data=" + DataDir, "--work=" + workDir, "--timeout=" + timeout.String()}, targetArgs...)
+	if t := RecoveryTarget(c); t != nil && target.S3 != nil {
+		// The archive of the backup's cluster, beside the backup in the same store.
+		source := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.Cluster}}
+		args = append(args, "--target-time="+t.UTC().Format(time.RFC3339), "--binlog-prefix="+BinlogPrefix(source, target.S3))
+	}
 	env = append(append([]corev1.EnvVar{secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword)},
 		accountEnv(c)...), env...)
 	pod := toolPod(r.OperatorImage, corev1.Container{

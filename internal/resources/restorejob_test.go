@@ -73,6 +73,30 @@ func TestRestoreJob(t *testing.T) {
 	}
 }
 
+// A recovery to a point in time reads the backup cluster's archive, beside the backup.
+func TestARecoveryJobReadsTheBackupClustersArchive(t *testing.T) {
+	target := metav1.Date(2026, 12, 1, 3, 4, 5, 0, time.UTC)
+	c := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.Bootstrap = &mysqlv1beta1.BootstrapSpec{FromBackup: &mysqlv1beta1.BootstrapFromBackup{Name: "nightly", TargetTime: &target}}
+	})
+	b := &mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "prod"},
+		Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: "shop"},
+		Status: mysqlv1beta1.MySQLBackupStatus{Phase: mysqlv1beta1.BackupPhaseCompleted, Method: mysqlv1beta1.BackupMethodPhysical,
+			SHA256: "feed", GTIDSet: "u:1-3", Target: &mysqlv1beta1.BackupTarget{S3: &mysqlv1beta1.S3Target{Bucket: "b", Prefix: "/dr/",
+				CredentialsSecret: corev1.LocalObjectReference{Name: "s3"}}}}}
+	args := strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
+	for _, want := range []string{"--target-time=2026-12-01T03:04:05Z", "--binlog-prefix=dr/prod/shop/binlog"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("command %q lacks %q", args, want)
+		}
+	}
+	c.Spec.Bootstrap.FromBackup.TargetTime = nil
+	args = strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
+	if strings.Contains(args, "--target-time") || strings.Contains(args, "--binlog-prefix") {
+		t.Errorf("a restore without a target replays no archive: %q", args)
+	}
+}
+
 func TestBackupPodsAreNotInstances(t *testing.T) {
 	c := cluster()
 	b := &mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: c.Namespace}, Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: c.Name}}

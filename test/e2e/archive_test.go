@@ -67,10 +67,20 @@ func requireStoredAsIndexed(t *testing.T, store *objectstore.Store, ix binlog.In
 	}
 }
 
+// recovery is a one-instance cluster recovered from backup from to target.
+func recovery(ns, name, from string, target time.Time) *mysqlv1beta1.MySQLCluster {
+	c := newCluster(ns, name, mysqlv1beta1.DeletionPolicyDelete)
+	c.Spec.Instances = new(int32(1))
+	c.Spec.Bootstrap = &mysqlv1beta1.BootstrapSpec{FromBackup: &mysqlv1beta1.BootstrapFromBackup{Name: from,
+		TargetTime: &metav1.Time{Time: target}}}
+	return c
+}
+
 // TestTheOperatorArchivesThePrimarysBinaryLogs runs a cluster with spec.backup.binlogArchive
 // against the ground's S3 server: the operator's archiver pod stores every write, the
 // status reports the window a backup and the archive reach, an unreachable store turns
-// the condition False with the reason, and removing the archive removes its pod.
+// the condition False with the reason, a new cluster recovers to a point in time from
+// the backup and the archive, and removing the archive removes its pod.
 func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -143,6 +153,53 @@ func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
 	})
 	t.Logf("recoverable from %s to %s", got.Status.Backup.FirstRecoverableTime.UTC().Format(time.RFC3339),
 		got.Status.Backup.LastRecoverableTime.UTC().Format(time.RFC3339))
+
+	// A recovery to a time T after the backup: the rows written before T, not a bad
+	// DELETE after it. A target before the backup completed is refused at once.
+	for _, q := range []string{"INSERT INTO shop.orders VALUES (5)", "INSERT INTO shop.orders VALUES (6)"} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	var atTarget string
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&atTarget))
+	pointInTime := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(pointInTime))
+	_, err = db.ExecContext(ctx, "DELETE FROM shop.orders WHERE id <= 2")
+	require.NoError(t, err)
+	waitFor(t, 3*time.Minute, "the archive to reach past the target", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+			return err
+		}
+		if l := got.Status.Backup.LastRecoverableTime; l == nil || l.Time.Before(pointInTime) {
+			return fmt.Errorf("recoverable up to %v", l)
+		}
+		return nil
+	})
+	pitr := recovery(ns, "arc-pitr", base.Name, pointInTime)
+	require.NoError(t, k8s.Create(ctx, pitr))
+	for _, tc := range []struct {
+		at   time.Time
+		says string
+	}{
+		{base.Status.CompletedAt.Add(-time.Minute), "before MySQLBackup base completed"},
+		{time.Now().Add(time.Hour), "outside the window MySQLCluster arc can recover to"},
+	} {
+		err := k8s.Create(ctx, recovery(ns, "arc-refused", base.Name, tc.at))
+		require.ErrorContains(t, err, "spec.bootstrap.fromBackup.targetTime", "the webhook refuses a target out of reach")
+		require.ErrorContains(t, err, tc.says)
+	}
+	recovered := readyCluster(t, ns, pitr.Name)
+	rs := recovered.Status.Restore
+	require.NotNil(t, rs)
+	require.True(t, rs.TargetTime.Time.Equal(pointInTime), "status.restore.targetTime %v", rs.TargetTime)
+	require.Positive(t, rs.BinlogFiles)
+	require.True(t, gtid.MustParse(atTarget).Equal(gtid.MustParse(rs.GTIDSet)), "restored %s, the source had %s at the target", rs.GTIDSet, atTarget)
+	rdb := dbOf(t, ns, recovered.Status.CurrentPrimary)
+	require.Equal(t, []string{"1", "2", "3", "4", "5", "6"}, column(t, rdb, "SELECT id FROM shop.orders ORDER BY id"),
+		"exactly the rows written before the target")
+	var executed string
+	require.NoError(t, rdb.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&executed))
+	require.True(t, gtid.MustParse(atTarget).Equal(gtid.MustParse(executed)))
 
 	// The store gone: the operator cannot read the index and says why; back, it recovers.
 	s3.Stop()

@@ -2,10 +2,13 @@ package v1beta1
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -17,7 +20,7 @@ import (
 func SetupMySQLClusterWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &mysqlv1beta1.MySQLCluster{}).
 		WithDefaulter(&MySQLClusterDefaulter{}).
-		WithValidator(&MySQLClusterValidator{}).
+		WithValidator(&MySQLClusterValidator{Reader: mgr.GetClient()}).
 		Complete()
 }
 
@@ -39,11 +42,60 @@ func (*MySQLClusterDefaulter) Default(ctx context.Context, c *mysqlv1beta1.MySQL
 
 // MySQLClusterValidator rejects clusters that cannot work and changes that MySQL or
 // Kubernetes cannot carry out.
-type MySQLClusterValidator struct{}
+type MySQLClusterValidator struct {
+	// Reader reads the backup and the cluster a point-in-time recovery starts from; nil
+	// leaves that check to the restore.
+	Reader client.Reader
+}
 
 // ValidateCreate implements admission.Validator.
-func (*MySQLClusterValidator) ValidateCreate(_ context.Context, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
-	return nil, invalid("MySQLCluster", c.Name, c.Validate())
+func (v *MySQLClusterValidator) ValidateCreate(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
+	errs := c.Validate()
+	warnings, err := v.recoveryWindow(ctx, c)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return warnings, invalid("MySQLCluster", c.Name, errs)
+}
+
+// windowReadTimeout bounds the webhook's reads of the backup and its cluster.
+const windowReadTimeout = 3 * time.Second
+
+// recoveryWindow refuses a recovery target outside the window the backup's cluster
+// reports (status.backup.firstRecoverableTime to lastRecoverableTime), or before the
+// backup completed. What it cannot read (no such backup or cluster yet, or no answer in
+// time) it leaves to the restore, which checks the archive itself, with a warning.
+func (v *MySQLClusterValidator) recoveryWindow(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, *field.Error) {
+	b := c.Spec.Bootstrap
+	if v.Reader == nil || b == nil || b.FromBackup == nil || b.FromBackup.TargetTime == nil || b.FromBackup.Name == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, windowReadTimeout)
+	defer cancel()
+	path := field.NewPath("spec", "bootstrap", "fromBackup", "targetTime")
+	target := b.FromBackup.TargetTime.UTC()
+	show := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	backup := &mysqlv1beta1.MySQLBackup{}
+	if err := v.Reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: b.FromBackup.Name}, backup); err != nil {
+		return admission.Warnings{fmt.Sprintf("the recovery target is checked when the restore runs: MySQLBackup %s: %v", b.FromBackup.Name, err)}, nil
+	}
+	if done := backup.Status.CompletedAt; done != nil && target.Before(done.Time) {
+		return nil, field.Invalid(path, show(target), fmt.Sprintf("before MySQLBackup %s completed (%s)", backup.Name, show(done.Time)))
+	}
+	source := &mysqlv1beta1.MySQLCluster{}
+	if err := v.Reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: backup.Spec.Cluster}, source); err != nil {
+		return admission.Warnings{fmt.Sprintf("the recovery target is checked when the restore runs: MySQLCluster %s: %v", backup.Spec.Cluster, err)}, nil
+	}
+	bs := source.Status.Backup
+	if bs.FirstRecoverableTime == nil || bs.LastRecoverableTime == nil {
+		return nil, field.Invalid(path, show(target), fmt.Sprintf(
+			"MySQLCluster %s reports no recoverable window (its binary log archive continues no backup yet)", source.Name))
+	}
+	if target.Before(bs.FirstRecoverableTime.Time) || target.After(bs.LastRecoverableTime.Time) {
+		return nil, field.Invalid(path, show(target), fmt.Sprintf("outside the window MySQLCluster %s can recover to: %s to %s",
+			source.Name, show(bs.FirstRecoverableTime.Time), show(bs.LastRecoverableTime.Time)))
+	}
+	return nil, nil
 }
 
 // ValidateUpdate implements admission.Validator. An object being deleted may still be

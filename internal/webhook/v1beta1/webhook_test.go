@@ -3,8 +3,11 @@ package v1beta1
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 )
@@ -34,5 +37,48 @@ func TestBackupValidatorRefusesMovingABackup(t *testing.T) {
 	_, err := (&MySQLBackupValidator{}).ValidateUpdate(t.Context(), b, moved)
 	if err == nil || !strings.Contains(err.Error(), "immutable") {
 		t.Fatalf("changing a backup's cluster must be refused, got %v", err)
+	}
+}
+
+func TestARecoveryTargetOutsideTheWindowIsRefusedWithTheWindow(t *testing.T) {
+	at := func(h, m int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 12, 2, h, m, 0, 0, time.UTC)} }
+	b := &mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns"},
+		Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: "shop"}, Status: mysqlv1beta1.MySQLBackupStatus{CompletedAt: at(2, 0)}}
+	source := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns"}}
+	source.Status.Backup.FirstRecoverableTime, source.Status.Backup.LastRecoverableTime = at(1, 0), at(5, 0)
+	s := runtime.NewScheme()
+	if err := mysqlv1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	v := &MySQLClusterValidator{Reader: fake.NewClientBuilder().WithScheme(s).WithObjects(b, source).Build()}
+	for _, tc := range []struct {
+		name            string
+		backup          string
+		target          *metav1.Time
+		refused, warned string
+	}{
+		{name: "inside", backup: "nightly", target: at(3, 0)},
+		{name: "before the backup", backup: "nightly", target: at(1, 30), refused: "before MySQLBackup nightly completed (2026-12-02T02:00:00Z)"},
+		{name: "after the window", backup: "nightly", target: at(6, 0),
+			refused: "outside the window MySQLCluster shop can recover to: 2026-12-02T01:00:00Z to 2026-12-02T05:00:00Z"},
+		{name: "no such backup yet", backup: "later", target: at(6, 0), warned: "checked when the restore runs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+			c.Spec.Instances = new(int32(1))
+			c.Spec.Bootstrap = &mysqlv1beta1.BootstrapSpec{FromBackup: &mysqlv1beta1.BootstrapFromBackup{Name: tc.backup, TargetTime: tc.target}}
+			c.Default()
+			warnings, err := v.ValidateCreate(t.Context(), c)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused) ||
+				!strings.Contains(err.Error(), "spec.bootstrap.fromBackup.targetTime")):
+				t.Fatalf("want refused with %q, got %v", tc.refused, err)
+			}
+			if got := strings.Join(warnings, "; "); !strings.Contains(got, tc.warned) || (tc.warned == "" && got != "") {
+				t.Errorf("warnings %q, want %q", got, tc.warned)
+			}
+		})
 	}
 }
