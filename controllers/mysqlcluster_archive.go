@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/backup"
@@ -39,8 +42,9 @@ type archiveRead struct {
 	err error
 }
 
-// archiveReads remembers each cluster's last index read, between passes.
-type archiveReads struct{ m sync.Map }
+// archiveReads remembers each cluster's last index read, and the retention record last
+// written to its archive, between passes.
+type archiveReads struct{ m, kept sync.Map }
 
 func (a *archiveReads) get(uid types.UID) (archiveRead, bool) {
 	v, ok := a.m.Load(uid)
@@ -51,7 +55,16 @@ func (a *archiveReads) get(uid types.UID) (archiveRead, bool) {
 }
 
 func (a *archiveReads) put(uid types.UID, r archiveRead) { a.m.Store(uid, r) }
-func (a *archiveReads) forget(uid types.UID)             { a.m.Delete(uid) }
+func (a *archiveReads) forget(uid types.UID) {
+	a.m.Delete(uid)
+	a.kept.Delete(uid)
+}
+
+// written reports whether r is the record last written for the cluster.
+func (a *archiveReads) written(uid types.UID, r binlog.Retention) bool {
+	v, ok := a.kept.Load(uid)
+	return ok && v.(binlog.Retention) == r
+}
 
 // archiveObservation is what a pass knows of the cluster's binary log archive.
 type archiveObservation struct {
@@ -97,8 +110,52 @@ func (r *MySQLClusterReconciler) reconcileArchive(ctx context.Context, st *state
 	obs.nextRead = read.at.Add(every)
 	if read.err == nil {
 		obs.window, obs.windowOK, obs.windowErr = read.ix.Recoverable(recoveryBases(st.backups))
+		r.keepArchive(ctx, st)
 	}
 	return nil
+}
+
+// keepArchive writes the archive's retention record when the oldest backup that
+// retention keeps has changed: the archiver then prunes what that backup holds. A
+// failed write is retried on a later pass; until then the archive only keeps more.
+func (r *MySQLClusterReconciler) keepArchive(ctx context.Context, st *state) {
+	c := st.cluster
+	keep, ok := keptFrom(st.backups, expired(st.backups, c.Spec.Backup.Retention, r.now()))
+	if !ok || r.archives.written(c.UID, keep) {
+		return
+	}
+	err := func() error {
+		t := c.Spec.Backup.Target.S3
+		store, err := openStore(ctx, r, c.Namespace, t)
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, indexReadTimeout)
+		defer cancel()
+		_, err = store.Put(wctx, binlog.RetentionKey(resources.BinlogPrefix(c, t)), bytes.NewReader(keep.Encode()))
+		return err
+	}()
+	if err != nil {
+		logf.FromContext(ctx).Info("Could not write the binary log archive's retention record; retrying later", "error", err.Error())
+		return
+	}
+	r.archives.kept.Store(c.UID, keep)
+}
+
+// keptFrom is the retention record for backups: the oldest completed one that is not
+// expired; false when there is none (the archive keeps everything).
+func keptFrom(backups []mysqlv1beta1.MySQLBackup, expiredNames []string) (binlog.Retention, bool) {
+	var keep binlog.Retention
+	found := false
+	for _, b := range recoveryBases(backups) {
+		if slices.Contains(expiredNames, b.Name) {
+			continue
+		}
+		if !found || b.CompletedAt.Before(keep.CompletedAt) {
+			keep, found = binlog.Retention{Version: binlog.RetentionVersion, Backup: b.Name, GTIDSet: b.GTIDSet, CompletedAt: b.CompletedAt.UTC()}, true
+		}
+	}
+	return keep, found
 }
 
 // readArchiveIndex reads the index, bounded by indexReadTimeout.
@@ -160,7 +217,7 @@ func setArchiving(conds *[]metav1.Condition, obs *archiveObservation, gen int64)
 			ix.CheckedAt.UTC().Format(time.RFC3339), obs.read.at.Sub(ix.CheckedAt).Round(time.Second), obs.timeout))
 	default:
 		msg := fmt.Sprintf("every closed binary log of the primary was stored at %s", ix.CheckedAt.UTC().Format(time.RFC3339))
-		if f, ok := newestArchived(ix); ok {
+		if f, ok := ix.Newest(); ok {
 			msg += "; newest file " + f.ServerUUID + "/" + f.Name
 		}
 		set(metav1.ConditionTrue, mysqlv1beta1.ReasonArchiving, msg)
@@ -180,18 +237,6 @@ func indexReadReason(err error) string {
 	}
 }
 
-// newestArchived is the archived file with the newest last event.
-func newestArchived(ix binlog.Index) (binlog.File, bool) {
-	var newest binlog.File
-	found := false
-	for _, f := range ix.Files {
-		if !found || f.LastEvent.After(newest.LastEvent) {
-			newest, found = f, true
-		}
-	}
-	return newest, found
-}
-
 // archiveStatus fills the archive's part of status.backup. What a failed read cannot
 // tell is kept from the stored status: archived files stay archived.
 func archiveStatus(bs *mysqlv1beta1.BackupStatus, old mysqlv1beta1.BackupStatus, obs *archiveObservation) {
@@ -203,7 +248,7 @@ func archiveStatus(bs *mysqlv1beta1.BackupStatus, old mysqlv1beta1.BackupStatus,
 		bs.LastArchivedBinlog = old.LastArchivedBinlog
 		return
 	}
-	if f, ok := newestArchived(obs.read.ix); ok {
+	if f, ok := obs.read.ix.Newest(); ok {
 		bs.LastArchivedBinlog = f.ServerUUID + "/" + f.Name
 	}
 	if obs.windowOK {

@@ -114,3 +114,32 @@ func TestTheArchiveMetricIsTheLastCompleteRoundAndSurvivesAFailedRead(t *testing
 	recordArchiveMetrics(c, nil)
 	require.Equal(t, 0, testutil.CollectAndCount(archiveLastSuccess, "dolphin_binlog_archive_last_success_timestamp_seconds"))
 }
+
+func TestTheArchiveKeepsFromTheOldestBackupRetentionKeeps(t *testing.T) {
+	backup := func(name string, phase mysqlv1beta1.BackupPhase, completed time.Duration, set string) mysqlv1beta1.MySQLBackup {
+		b := mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: mysqlv1beta1.MySQLBackupStatus{Phase: phase, GTIDSet: set}}
+		if phase == mysqlv1beta1.BackupPhaseCompleted || phase == mysqlv1beta1.BackupPhaseFailed {
+			b.Status.CompletedAt = &metav1.Time{Time: archiveT0.Add(completed)}
+		}
+		return b
+	}
+	backups := []mysqlv1beta1.MySQLBackup{
+		backup("oldest", mysqlv1beta1.BackupPhaseCompleted, -3*time.Hour, archiveUUID+":1-3"),
+		backup("failed", mysqlv1beta1.BackupPhaseFailed, -4*time.Hour, ""),
+		backup("older", mysqlv1beta1.BackupPhaseCompleted, -2*time.Hour, archiveUUID+":1-5"),
+		backup("newest", mysqlv1beta1.BackupPhaseCompleted, -time.Hour, archiveUUID+":1-9"),
+		backup("running", mysqlv1beta1.BackupPhaseRunning, 0, ""),
+	}
+	keep, ok := keptFrom(backups, nil)
+	require.True(t, ok)
+	require.Equal(t, "oldest", keep.Backup)
+	require.Equal(t, archiveUUID+":1-3", keep.GTIDSet)
+	require.Equal(t, archiveT0.Add(-3*time.Hour), keep.CompletedAt)
+
+	keep, ok = keptFrom(backups, []string{"oldest"})
+	require.True(t, ok)
+	require.Equal(t, "older", keep.Backup, "what retention deletes is not kept")
+
+	_, ok = keptFrom(backups[4:], nil)
+	require.False(t, ok, "no completed backup: the archive keeps everything")
+}

@@ -98,7 +98,7 @@ func runArchive(args []string) int {
 // logRound writes one round's outcome to stdout (the pod's log).
 func logRound(r backup.Round, err error) {
 	line := map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "primary": r.Primary, "host": r.Host,
-		"flushed": r.Flushed, "archived": len(r.Archived)}
+		"flushed": r.Flushed, "archived": len(r.Archived), "pruned": len(r.Pruned)}
 	if err != nil {
 		line["error"] = err.Error()
 	}

@@ -21,10 +21,12 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/objectstore"
 )
 
-// ArchiveStore is where an archive goes: files are put, the index read and rewritten.
+// ArchiveStore is where an archive goes: files are put (and pruned), the index read and
+// rewritten.
 type ArchiveStore interface {
 	Put(ctx context.Context, key string, r io.Reader) (objectstore.Object, error)
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	Delete(ctx context.Context, keys ...string) error
 }
 
 // Archiver copies the closed binary log files of a cluster's primary to a store, with
@@ -65,8 +67,9 @@ type Credentials struct{ User, Password string }
 type Round struct {
 	// Primary is the server_uuid read from; Host its address.
 	Primary, Host string
-	// Archived are the files stored this round.
-	Archived []binlog.File
+	// Archived are the files stored this round; Pruned those it deleted (the
+	// retention record's backup has all they hold).
+	Archived, Pruned []binlog.File
 	// Flushed says the round rotated the primary's log.
 	Flushed bool
 }
@@ -134,7 +137,47 @@ func (a *Archiver) Round(ctx context.Context) (Round, error) {
 		r.Archived = append(r.Archived, f)
 	}
 	ix.CheckedAt, ix.Primary = a.now(), uuid
-	return r, a.writeIndex(ctx, ix)
+	if err := a.writeIndex(ctx, ix); err != nil {
+		return r, err
+	}
+	r.Pruned, err = a.prune(ctx, ix)
+	return r, err
+}
+
+// prune deletes the files the retention record lets go: out of the index first, so
+// that a file the index names is always stored; a file whose delete fails is left in
+// the store, named by nothing.
+func (a *Archiver) prune(ctx context.Context, ix binlog.Index) ([]binlog.File, error) {
+	rc, err := a.Store.Get(ctx, binlog.RetentionKey(a.Prefix))
+	if objectstore.Reason(err) == mysqlv1beta1.ReasonBackupDataMissing {
+		return nil, nil // no record yet: everything stays
+	} else if err != nil {
+		return nil, fmt.Errorf("reading the archive's retention record: %w", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the archive's retention record: %w", err)
+	}
+	keep, ok, err := binlog.DecodeRetention(raw)
+	if err != nil || !ok {
+		return nil, err
+	}
+	gone, err := ix.Prunable(keep)
+	if err != nil || len(gone) == 0 {
+		return nil, err
+	}
+	if err := a.writeIndex(ctx, ix.Without(gone)); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(gone))
+	for i, f := range gone {
+		keys[i] = f.Key
+	}
+	if err := a.Store.Delete(ctx, keys...); err != nil {
+		return gone, fmt.Errorf("deleting %d archived files that backup %s has: %w", len(keys), keep.Backup, err)
+	}
+	return gone, nil
 }
 
 // primary connects to the primary and says which server it is; it refuses a writable

@@ -16,6 +16,7 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/backup"
 	"github.com/dolphin-operator/dolphin/internal/binlog"
 	"github.com/dolphin-operator/dolphin/internal/gtid"
+	"github.com/dolphin-operator/dolphin/internal/objectstore"
 	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
 
@@ -50,9 +51,9 @@ func recoveryOf(t *testing.T, f *fixture, m backup.Manifest, data string, target
 }
 
 // TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget: rows written after a base
-// backup, across two archived files, a time T, then a bad DELETE and DROP: a recovery to
-// T from either kind of backup gives the rows written before T, by id, and the GTID set
-// of the source at T.
+// backup, across two archived files, a time T, then a bad DELETE and DROP: the archive
+// pruned of what the backup holds, a recovery to T from either kind of backup gives the
+// rows written before T, by id, and the GTID set of the source at T.
 func TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget(t *testing.T) {
 	f := newFixture(t, 1, 20, clonePlugin)
 	ctx := f.ctx
@@ -86,6 +87,22 @@ func TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget(t *testing.T) {
 	_, err = a.Round(ctx)
 	require.NoError(t, err)
 	require.Len(t, ids(t, ctx, f.db), len(want)-15, "the bad DELETE ran on the source")
+
+	// Retention keeps the logical backup as the oldest: the archiver prunes the files
+	// it holds all of, and recoveries from it still reach the target.
+	keep := binlog.Retention{Version: binlog.RetentionVersion, Backup: "b1", GTIDSet: lm.GTIDSet, CompletedAt: lm.CompletedAt}
+	_, err = f.st.Put(ctx, binlog.RetentionKey(archivePrefix), bytes.NewReader(keep.Encode()))
+	require.NoError(t, err)
+	before := f.index(t)
+	pruned, err := a.Round(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, pruned.Pruned, "the files written before the backup")
+	for _, gone := range pruned.Pruned {
+		require.True(t, gtid.MustParse(lm.GTIDSet).Contains(gtid.MustParse(gone.GTIDSet)), "%s holds what the backup lacks", gone.Name)
+		_, err := f.st.Get(ctx, gone.Key)
+		require.Equal(t, mysqlv1beta1.ReasonBackupDataMissing, objectstore.Reason(err), "%s is deleted", gone.Key)
+	}
+	require.Len(t, f.index(t).Files, len(before.Files)+len(pruned.Archived)-len(pruned.Pruned))
 
 	for _, m := range []backup.Manifest{lm, pm} {
 		t.Run(m.Method, func(t *testing.T) {

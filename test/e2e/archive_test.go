@@ -154,6 +154,24 @@ func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
 	t.Logf("recoverable from %s to %s", got.Status.Backup.FirstRecoverableTime.UTC().Format(time.RFC3339),
 		got.Status.Backup.LastRecoverableTime.UTC().Format(time.RFC3339))
 
+	// The archive keeps from the oldest backup retention keeps: the operator says which.
+	waitFor(t, time.Minute, "the archive's retention record to name the backup", func() error {
+		rc, err := store.Get(ctx, binlog.RetentionKey(prefix))
+		if err != nil {
+			return err
+		}
+		raw, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		keep, ok, err := binlog.DecodeRetention(raw)
+		if err != nil || !ok || keep.Backup != base.Name || keep.GTIDSet != base.Status.GTIDSet {
+			return fmt.Errorf("record %+v: %w", keep, err)
+		}
+		return nil
+	})
+
 	// A recovery to a time T after the backup: the rows written before T, not a bad
 	// DELETE after it. A target before the backup completed is refused at once.
 	for _, q := range []string{"INSERT INTO shop.orders VALUES (5)", "INSERT INTO shop.orders VALUES (6)"} {
