@@ -34,6 +34,7 @@ const MaxResult = 4096
 // EncodeResult is the termination message for a run that returned m and err; a message
 // too long for the limit is cut, never the reason.
 func EncodeResult(m Manifest, err error, unknownReason string) []byte {
+	m.Tables = nil // in the stored manifest; a termination message has no room for them
 	return encode(Result{Manifest: &m}, err, unknownReason)
 }
 

@@ -47,6 +47,10 @@ type Manifest struct {
 	MySQLVersion   string    `json:"mysqlVersion"`
 	StartedAt      time.Time `json:"startedAt"`
 	CompletedAt    time.Time `json:"completedAt"`
+	// Tables are every user table's row count and checksum in the backup's data (a
+	// physical backup's, read from its copy); a restore checks its result against them.
+	// Stored in the manifest only, not in the pod's report.
+	Tables map[string]TableSum `json:"tables,omitempty"`
 }
 
 // Store is where backups go (objectstore.Store).

@@ -73,7 +73,7 @@ func (p Physical) Run(ctx context.Context) (Manifest, error) {
 	m := Manifest{Version: ManifestVersion, Cluster: p.Cluster, Name: p.Name, Method: string(mysqlv1beta1.BackupMethodPhysical),
 		Source: p.Source.Instance, Key: obj.Key, Location: p.Store.URL(obj.Key), Compression: "zstd", Size: obj.Size,
 		SHA256: obj.SHA256, GTIDSet: info.gtid, BinlogFile: info.file, BinlogPosition: info.pos, MySQLVersion: info.version,
-		StartedAt: started, CompletedAt: time.Now().UTC()}
+		StartedAt: started, CompletedAt: time.Now().UTC(), Tables: info.tables}
 	raw, _ := json.MarshalIndent(m, "", "  ")
 	if _, err := p.Store.Put(ctx, ManifestKey(p.Key), bytes.NewReader(raw)); err != nil {
 		return Manifest{}, Fail(objectstore.Reason(err), err)
@@ -85,6 +85,7 @@ func (p Physical) Run(ctx context.Context) (Manifest, error) {
 type cloneInfo struct {
 	gtid, file, version string
 	pos                 int64
+	tables              map[string]TableSum
 }
 
 // clone copies the source into dir.
@@ -103,7 +104,7 @@ func (p Physical) clone(ctx context.Context, db *sql.DB, dir string) error {
 
 // readCopy starts a server on the copy (which proves it starts) and reads what it holds:
 // its GTID set (mysql.gtid_executed, kept at every commit), the source's binary log
-// position the clone recorded, the version. Grants are skipped: the copy has the
+// position the clone recorded, the version, every user table's row count and checksum. Grants are skipped: the copy has the
 // source's accounts, and the server has no network. auto.cnf goes afterwards, so that
 // a server restored from the copy gets a server_uuid of its own.
 func (p Physical) readCopy(ctx context.Context, dir string) (cloneInfo, error) {
@@ -122,6 +123,9 @@ func (p Physical) readCopy(ctx context.Context, dir string) (cloneInfo, error) {
 	var pos sql.NullInt64
 	if err := db.QueryRowContext(ctx, "SELECT BINLOG_FILE, BINLOG_POSITION FROM performance_schema.clone_status").Scan(&file, &pos); err == nil {
 		info.file, info.pos = file.String, pos.Int64
+	}
+	if info.tables, err = tableSums(ctx, db); err != nil {
+		return cloneInfo{}, Fail(mysqlv1beta1.ReasonBackupPodFailed, fmt.Errorf("reading the copy's tables: %w", err))
 	}
 	db.Close()
 	srv.stop()

@@ -323,11 +323,33 @@ func (r Restore) finish(ctx context.Context, srv *server, db *sql.DB) (Restored,
 	if err := sameGTIDs(out.GTIDSet, want); err != nil {
 		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
 	}
+	if r.Recovery == nil {
+		if err := r.checkTables(ctx, db); err != nil {
+			return Restored{}, err
+		}
+	}
 	db.Close()
 	if err := srv.shutdown(); err != nil {
 		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
 	}
 	return out, nil
+}
+
+// checkTables compares the restored tables with the row counts and checksums the
+// backup's manifest records (a physical backup's; a logical one records none).
+func (r Restore) checkTables(ctx context.Context, db *sql.DB) error {
+	m, ok, err := readManifest(ctx, r.Store, r.Key)
+	if err != nil || !ok || m.Tables == nil {
+		return err
+	}
+	got, err := tableSums(ctx, db)
+	if err != nil {
+		return Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("reading the restored tables: %w", err))
+	}
+	if err := sameTables(got, m.Tables); err != nil {
+		return Fail(mysqlv1beta1.ReasonBackupCorrupted, err)
+	}
+	return nil
 }
 
 // rekey runs first, then the statements that give the accounts this cluster's passwords.

@@ -3,6 +3,7 @@ package backup_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os/exec"
 	"testing"
@@ -34,6 +35,12 @@ func TestAPhysicalBackupToS3StartsAsAServerWithTheSameRows(t *testing.T) {
 	require.Equal(t, gtidExecuted(t, ctx, db), m.GTIDSet, "the backup's GTID set is the source's")
 	require.NotEmpty(t, m.BinlogFile)
 	require.True(t, len(m.MySQLVersion) > 0)
+	// Its tables as the source has them: tables() is "n rows, checksum c" per shop table.
+	require.Len(t, m.Tables, 2)
+	for name, want := range tables(t, ctx, db) {
+		got := m.Tables["shop."+name]
+		require.Equal(t, want, fmt.Sprintf("%d rows, checksum %d", got.Rows, got.Checksum), name)
+	}
 
 	r, err := st.Get(ctx, m.Key)
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -129,6 +130,15 @@ func TestARestoreOfDataThatIsNotTheBackupFailsAndLeavesTheVolumeEmpty(t *testing
 	missing.Key = "ns/db/base/gone/dump.sql.zst"
 	otherGTIDs := m
 	otherGTIDs.GTIDSet = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"
+	// The same data beside a manifest whose table sums are not the data's.
+	require.Contains(t, m.Tables, "shop.orders", "a physical backup records its tables")
+	otherRows := stored(m, "ns/db/base/rows/data.tar.zst", func(raw []byte) []byte { return raw })
+	otherRows.Tables = map[string]backup.TableSum{"shop.orders": {Rows: m.Tables["shop.orders"].Rows + 1, Checksum: m.Tables["shop.orders"].Checksum},
+		"shop.empty": m.Tables["shop.empty"]}
+	rawManifest, err := json.Marshal(otherRows)
+	require.NoError(t, err)
+	_, err = f.st.Put(ctx, backup.ManifestKey(otherRows.Key), bytes.NewReader(rawManifest))
+	require.NoError(t, err)
 
 	for _, c := range []struct {
 		name   string
@@ -140,6 +150,7 @@ func TestARestoreOfDataThatIsNotTheBackupFailsAndLeavesTheVolumeEmpty(t *testing
 		{"another checksum", otherSum, mysqlv1beta1.ReasonBackupCorrupted},
 		{"nothing stored", missing, mysqlv1beta1.ReasonBackupDataMissing},
 		{"another GTID set", otherGTIDs, mysqlv1beta1.ReasonRestoreFailed},
+		{"other rows than the manifest records", otherRows, mysqlv1beta1.ReasonBackupCorrupted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			data := t.TempDir()
