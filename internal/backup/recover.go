@@ -2,8 +2,6 @@ package backup
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
-
-	"github.com/klauspost/compress/zstd"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/binlog"
@@ -72,42 +68,25 @@ func (rc Recovery) plan(ctx context.Context, base gtid.Set) ([]binlog.File, erro
 // read is what the index says: its size and SHA-256.
 func (rc Recovery) fetch(ctx context.Context, f binlog.File, path string, diskReason func(string) string) error {
 	where := rc.Store.URL(f.Key)
-	rcr, err := rc.Store.Get(ctx, f.Key)
+	body, err := rc.Store.Get(ctx, f.Key)
 	if err != nil {
 		return Fail(objectstore.Reason(err), fmt.Errorf("reading archived file %s: %w", where, err))
 	}
-	defer rcr.Close()
-	raw := &checkedReader{r: rcr, h: sha256.New()}
-	dec, err := zstd.NewReader(raw)
-	if err != nil {
-		return Fail(mysqlv1beta1.ReasonRestoreFailed, err)
-	}
-	defer dec.Close()
-	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
-	if err != nil {
-		return Fail(diskReason(err.Error()), err)
-	}
-	_, copyErr := io.Copy(out, dec)
-	if err := out.Close(); err != nil && copyErr == nil {
-		copyErr = err
-	}
-	if raw.err == nil {
-		_, _ = io.Copy(io.Discard, raw)
-	}
-	sum := hex.EncodeToString(raw.h.Sum(nil))
-	switch {
-	case raw.err != nil && !errors.Is(raw.err, io.EOF):
-		return Fail(objectstore.Reason(raw.err), fmt.Errorf("reading archived file %s: %w", where, raw.err))
-	case sum != f.SHA256 || raw.n != f.Size:
-		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("archived file %s holds %d bytes with SHA-256 %s; the index says %d bytes with SHA-256 %s",
-			where, raw.n, sum, f.Size, f.SHA256))
-	case copyErr != nil:
-		if ctx.Err() == nil && diskReason(copyErr.Error()) != mysqlv1beta1.ReasonRestoreFailed {
-			return Fail(diskReason(copyErr.Error()), copyErr)
+	defer body.Close()
+	return readChecked(body, "archived file "+where, "the index says", f.SHA256, f.Size, func(data io.Reader) error {
+		out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+		if err != nil {
+			return Fail(diskReason(err.Error()), err)
 		}
-		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("archived file %s does not decompress: %w", where, copyErr))
-	}
-	return nil
+		_, err = io.Copy(out, data)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return Fail(diskReason(err.Error()), fmt.Errorf("writing %s: %w", filepath.Base(path), err))
+		}
+		return nil
+	})
 }
 
 // replayed is what mysqlbinlog --exclude-gtids=base --stop-datetime=stop replays of the

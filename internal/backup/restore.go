@@ -249,6 +249,12 @@ func (r Restore) open(ctx context.Context) (io.ReadCloser, error) {
 // the backup: its size and SHA-256, all of it read. Data that is not the backup's is
 // BackupCorrupted whatever use made of it (a dump cut short may fail to replay first).
 func (r Restore) read(rc io.Reader, use func(io.Reader) error) error {
+	return readChecked(rc, r.Store.URL(r.Key), "the backup is", r.SHA256, r.Size, use)
+}
+
+// readChecked streams rc, decompressed, to use, and checks that all of it was read and
+// has the SHA-256 want and size (when not 0), as whose says; where names it.
+func readChecked(rc io.Reader, where, whose, want string, size int64, use func(io.Reader) error) error {
 	raw := &checkedReader{r: rc, h: sha256.New()}
 	dec, err := zstd.NewReader(raw)
 	if err != nil {
@@ -260,14 +266,13 @@ func (r Restore) read(rc io.Reader, use func(io.Reader) error) error {
 	if raw.err == nil {
 		_, _ = io.Copy(io.Discard, raw) // the rest counts too, read or not
 	}
-	where := r.Store.URL(r.Key)
 	sum := hex.EncodeToString(raw.h.Sum(nil))
 	switch {
 	case raw.err != nil && !errors.Is(raw.err, io.EOF):
 		return Fail(objectstore.Reason(raw.err), fmt.Errorf("reading %s: %w", where, raw.err))
-	case sum != r.SHA256 || (r.Size > 0 && raw.n != r.Size):
-		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("%s holds %d bytes with SHA-256 %s; the backup is %d bytes with SHA-256 %s",
-			where, raw.n, sum, r.Size, r.SHA256))
+	case sum != want || (size > 0 && raw.n != size):
+		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("%s holds %d bytes with SHA-256 %s; %s %d bytes with SHA-256 %s",
+			where, raw.n, sum, whose, size, want))
 	case decoded.err != nil && !errors.Is(decoded.err, io.EOF):
 		return Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("%s does not decompress: %w", where, decoded.err))
 	}

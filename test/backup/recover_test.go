@@ -60,12 +60,7 @@ func TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget(t *testing.T) {
 	a := f.archiver(t, f.servers[0])
 	_, err := a.Round(ctx)
 	require.NoError(t, err)
-	lm, err := logical(f.servers[0], f.st, f.in, t.TempDir()).Run(ctx)
-	require.NoError(t, err)
-	p := physical(f.servers[0], f.st, f.in, t.TempDir())
-	p.Key = "ns/db/base/b2/data.tar.zst"
-	pm, err := p.Run(ctx)
-	require.NoError(t, err)
+	lm, pm := bothBackups(t, f)
 
 	insert := func(from, to int) {
 		for i := from; i <= to; i++ {

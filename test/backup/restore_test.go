@@ -37,6 +37,19 @@ func restoreOf(t *testing.T, f *fixture, m backup.Manifest, data string) backup.
 		Data: data, Work: t.TempDir(), Accounts: accounts}
 }
 
+// bothBackups takes a logical (key ns/db/base/b1/…) and a physical (b2) backup of the
+// fixture's source.
+func bothBackups(t *testing.T, f *fixture) (backup.Manifest, backup.Manifest) {
+	t.Helper()
+	lm, err := logical(f.servers[0], f.st, f.in, t.TempDir()).Run(f.ctx)
+	require.NoError(t, err)
+	p := physical(f.servers[0], f.st, f.in, t.TempDir())
+	p.Key = "ns/db/base/b2/data.tar.zst"
+	pm, err := p.Run(f.ctx)
+	require.NoError(t, err)
+	return lm, pm
+}
+
 // login tries the backup account with password.
 func login(ctx context.Context, s *mysqld.Instance, password string) error {
 	c := gomysql.NewConfig()
@@ -52,12 +65,7 @@ func login(ctx context.Context, s *mysqld.Instance, password string) error {
 func TestLogicalAndPhysicalBackupsRestoreIntoAServerWithTheSameRowsAndThisClustersPasswords(t *testing.T) {
 	f := newFixture(t, 1, 400, clonePlugin)
 	ctx := f.ctx
-	lm, err := logical(f.servers[0], f.st, f.in, t.TempDir()).Run(ctx)
-	require.NoError(t, err)
-	p := physical(f.servers[0], f.st, f.in, t.TempDir())
-	p.Key = "ns/db/base/b2/data.tar.zst"
-	pm, err := p.Run(ctx)
-	require.NoError(t, err)
+	lm, pm := bothBackups(t, f)
 	want := tables(t, ctx, f.db)
 
 	for _, m := range []backup.Manifest{lm, pm} {
@@ -103,12 +111,7 @@ func TestLogicalAndPhysicalBackupsRestoreIntoAServerWithTheSameRowsAndThisCluste
 func TestARestoreOfDataThatIsNotTheBackupFailsAndLeavesTheVolumeEmpty(t *testing.T) {
 	f := newFixture(t, 1, 200, clonePlugin)
 	ctx := f.ctx
-	lm, err := logical(f.servers[0], f.st, f.in, t.TempDir()).Run(ctx)
-	require.NoError(t, err)
-	p := physical(f.servers[0], f.st, f.in, t.TempDir())
-	p.Key = "ns/db/base/b2/data.tar.zst"
-	m, err := p.Run(ctx)
-	require.NoError(t, err)
+	lm, m := bothBackups(t, f)
 	// stored is a copy of the backup b at key, changed by change.
 	stored := func(b backup.Manifest, key string, change func([]byte) []byte) backup.Manifest {
 		r, err := f.st.Get(ctx, b.Key)
