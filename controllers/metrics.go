@@ -23,6 +23,8 @@ var (
 	// complete round is no newer for it.
 	archiveLastSuccess = clusterGauge("dolphin_binlog_archive_last_success_timestamp_seconds",
 		"When the cluster's binary log archiver last found every closed file of the primary stored (Unix time).")
+	verifyLastSuccess = clusterGauge("dolphin_backup_last_verified_timestamp_seconds",
+		"When a restore verification of the cluster's newest backup last succeeded (Unix time).")
 )
 
 func clusterGauge(name, help string) *prometheus.GaugeVec {
@@ -30,7 +32,7 @@ func clusterGauge(name, help string) *prometheus.GaugeVec {
 }
 
 func init() {
-	for _, m := range append(backupMetrics, archiveLastSuccess) {
+	for _, m := range append(backupMetrics, archiveLastSuccess, verifyLastSuccess) {
 		metrics.Registry.MustRegister(m)
 	}
 }
@@ -48,6 +50,17 @@ func recordArchiveMetrics(c *mysqlv1beta1.MySQLCluster, obs *archiveObservation)
 	default:
 		archiveLastSuccess.With(l).Set(float64(obs.read.ix.CheckedAt.Unix()))
 	}
+}
+
+// recordVerifyMetrics sets the cluster's verification metric from its verification
+// status; before a first success, or without verification, it has no series.
+func recordVerifyMetrics(c *mysqlv1beta1.MySQLCluster, vs *mysqlv1beta1.VerificationStatus) {
+	l := prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name}
+	if vs == nil || vs.LastSucceeded == nil {
+		verifyLastSuccess.Delete(l)
+		return
+	}
+	verifyLastSuccess.With(l).Set(float64(vs.LastSucceeded.Unix()))
 }
 
 // recordBackupMetrics sets the cluster's backup metrics from its backups; a metric with

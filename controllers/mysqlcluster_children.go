@@ -215,6 +215,9 @@ func (r *MySQLClusterReconciler) reconcileBackup(ctx context.Context, st *state)
 	if err := r.reconcileArchive(ctx, st); err != nil {
 		return err
 	}
+	if err := r.reconcileVerify(ctx, st); err != nil {
+		return err
+	}
 	if c.Spec.Backup == nil {
 		return nil
 	}

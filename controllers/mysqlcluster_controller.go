@@ -94,6 +94,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if st.backupsListed {
 		recordBackupMetrics(c, st.backups)
 		recordArchiveMetrics(c, st.archive)
+		recordVerifyMetrics(c, verificationStatus(c.Status.Backup.Verification, st.verify))
 	}
 	if err := r.writeStatus(ctx, observed, st, stepErr); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)
@@ -127,6 +128,8 @@ type state struct {
 	restore *restoreState
 	// archive is what the backup step learned of the binary log archive (nil: none).
 	archive *archiveObservation
+	// verify is what the backup step learned of restore verification (nil: none).
+	verify *verifyObservation
 }
 
 // step is one stage of a pass.
@@ -183,6 +186,9 @@ func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	due := []time.Time{st.renewAt, st.nextBackup}
 	if st.archive != nil {
 		due = append(due, st.archive.nextRead)
+	}
+	if st.verify != nil {
+		due = append(due, st.verify.next)
 	}
 	for _, at := range due {
 		if at.IsZero() {

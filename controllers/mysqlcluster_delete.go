@@ -58,6 +58,7 @@ func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.M
 	}
 	forgetBackupMetrics(c)
 	recordArchiveMetrics(c, nil)
+	recordVerifyMetrics(c, nil)
 	r.archives.forget(c.UID)
 	log.Info("Released MySQLCluster for deletion", "deletionPolicy", c.Spec.DeletionPolicy)
 	return ctrl.Result{}, nil

@@ -83,8 +83,11 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 			Primary:  fmt.Sprintf("%s.%s.svc:%d", resources.PrimaryServiceName(c), c.Namespace, resources.MySQLPort),
 			Replicas: fmt.Sprintf("%s.%s.svc:%d", resources.ReplicasServiceName(c), c.Namespace, resources.MySQLPort),
 		},
-		Backup:  backupStatus(c, old.Backup, st),
+		Backup:  *old.Backup.DeepCopy(),
 		Restore: old.Restore.DeepCopy(),
+	}
+	if st.backupsListed {
+		s.Backup = backupStatus(c, old.Backup, st)
 	}
 	if ro.rolledOut {
 		s.Version = c.Spec.MySQL.Version
@@ -137,8 +140,13 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 	} else {
 		set(mysqlv1beta1.ConditionReplicationHealthy, metav1.ConditionUnknown, mysqlv1beta1.ReasonTopologyNotManaged, st.topology.Message)
 	}
-	setLastBackup(&s.Conditions, st.backups, observed.Generation)
-	setArchiving(&s.Conditions, st.archive, observed.Generation)
+	if st.backupsListed {
+		// A pass that stopped before the backup step learned nothing of backups: what
+		// the stored status says of them stands.
+		setLastBackup(&s.Conditions, st.backups, observed.Generation)
+		setArchiving(&s.Conditions, st.archive, observed.Generation)
+		setVerified(&s.Conditions, s.Backup.Verification, st.verify, observed.Generation)
+	}
 	s.Phase = phase(c, old.Phase, st, ready, degraded)
 	return s
 }
@@ -245,6 +253,7 @@ func backupStatus(c *mysqlv1beta1.MySQLCluster, old mysqlv1beta1.BackupStatus, s
 		bs.LastScheduleTime = &metav1.Time{Time: st.lastScheduled}
 	}
 	archiveStatus(&bs, old, st.archive)
+	bs.Verification = verificationStatus(old.Verification, st.verify)
 	return bs
 }
 

@@ -25,6 +25,10 @@ const (
 	// spec.backup.binlogArchive). Judged by when the archiver last found every closed
 	// file of the primary stored, as its index in the bucket says.
 	ConditionBinlogArchiving = "BinlogArchiving"
+	// ConditionBackupVerified: the newest verification (spec.backup.verify) restored its
+	// backup and found it as recorded (absent without spec.backup.verify). False with
+	// the failure's reason; Unknown before the first one ends.
+	ConditionBackupVerified = "BackupVerified"
 )
 
 // Condition reasons (CamelCase, as metav1.Condition requires).
@@ -143,6 +147,17 @@ const (
 	// ReasonNoOperatorImage: the operator does not know its own image, which restore and
 	// backup pods run.
 	ReasonNoOperatorImage = "NoOperatorImage"
+)
+
+// Reasons of a MySQLCluster's BackupVerified condition (with a restore's reasons, when a
+// verification failed for one).
+const (
+	// ReasonVerified: the verification restored the backup and it is as recorded.
+	ReasonVerified = "Verified"
+	// ReasonVerificationPending: no verification has ended yet (Unknown).
+	ReasonVerificationPending = "VerificationPending"
+	// ReasonNoBackupToVerify: the cluster has no completed backup to verify (Unknown).
+	ReasonNoBackupToVerify = "NoBackupToVerify"
 )
 
 // Reasons of a MySQLCluster's BinlogArchiving condition (with the storage reasons above,

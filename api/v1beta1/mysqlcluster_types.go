@@ -222,6 +222,12 @@ type BackupSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Binary log archive"
 	BinlogArchive *BinlogArchiveSpec `json:"binlogArchive,omitempty"`
+	// Verify restores the newest completed backup into a throwaway server on a schedule
+	// and checks it; status.backup.verification and the BackupVerified condition report
+	// the outcome.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Restore verification"
+	Verify *BackupVerifySpec `json:"verify,omitempty"`
 }
 
 // BinlogArchiveSpec configures the binary log archive.
@@ -468,6 +474,9 @@ type BackupStatus struct {
 	// uuid>/<file>").
 	// +optional
 	LastArchivedBinlog string `json:"lastArchivedBinlog,omitempty"`
+	// Verification reports restore verification (spec.backup.verify).
+	// +optional
+	Verification *VerificationStatus `json:"verification,omitempty"`
 }
 
 // MySQLCluster is a MySQL cluster with one primary and replicas kept in sync with GTID

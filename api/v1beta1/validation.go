@@ -245,6 +245,14 @@ func validateBackup(c *MySQLCluster) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("retention", "maxAge"), a.String(), "must be positive"))
 	}
 	errs = append(errs, validateBinlogArchive(b, p)...)
+	if v := b.Verify; v != nil {
+		if _, err := cronParser.Parse(v.Schedule); err != nil {
+			errs = append(errs, field.Invalid(p.Child("verify", "schedule"), v.Schedule, "not a cron schedule: "+err.Error()))
+		}
+		if t := v.Timeout; t != nil && t.Duration <= 0 {
+			errs = append(errs, field.Invalid(p.Child("verify", "timeout"), t.Duration.String(), "must be positive"))
+		}
+	}
 	return append(errs, validateBackupTarget(b.Target, p.Child("target"))...)
 }
 

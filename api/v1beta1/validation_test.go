@@ -252,6 +252,12 @@ func TestValidateBackup(t *testing.T) {
 		"an hour out of range":     {backup(func(b *BackupSpec) { b.Schedule = "0 25 * * *" }), map[string]string{"spec.backup.schedule": "not a cron schedule"}},
 		"keep none":                {backup(func(b *BackupSpec) { b.Retention.Count = new(int32(0)) }), map[string]string{"spec.backup.retention.count": "at least 1"}},
 		"a negative age":           {backup(func(b *BackupSpec) { b.Retention.MaxAge = &metav1.Duration{Duration: -time.Hour} }), map[string]string{"spec.backup.retention.maxAge": "positive"}},
+		"verified nightly":         {backup(func(b *BackupSpec) { b.Verify = &BackupVerifySpec{Schedule: "0 4 * * *"} }), nil},
+		"verified never": {backup(func(b *BackupSpec) { b.Verify = &BackupVerifySpec{Schedule: "sometimes"} }),
+			map[string]string{"spec.backup.verify.schedule": "not a cron schedule"}},
+		"verified in no time": {backup(func(b *BackupSpec) {
+			b.Verify = &BackupVerifySpec{Schedule: "@daily", Timeout: &metav1.Duration{}}
+		}), map[string]string{"spec.backup.verify.timeout": "positive"}},
 		"both targets": {backup(func(b *BackupSpec) {
 			b.Target = &BackupTarget{PVC: &PVCTarget{ClaimName: "x"}, S3: s3.S3}
 		}), map[string]string{"spec.backup.target": "only one"}},

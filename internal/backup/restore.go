@@ -87,6 +87,8 @@ type Restored struct {
 	// and how many archived files were replayed.
 	TargetTime  *time.Time `json:"targetTime,omitempty"`
 	BinlogFiles int        `json:"binlogFiles,omitempty"`
+	// Tables is how many tables were checked against the backup's manifest.
+	Tables int `json:"tables,omitempty"`
 }
 
 // Run restores the backup. A data folder this restore already filled (its pod was run
@@ -329,9 +331,11 @@ func (r Restore) finish(ctx context.Context, srv *server, db *sql.DB) (Restored,
 		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, err)
 	}
 	if r.Recovery == nil {
-		if err := r.checkTables(ctx, db); err != nil {
+		n, err := r.checkTables(ctx, db)
+		if err != nil {
 			return Restored{}, err
 		}
+		out.Tables = n
 	}
 	db.Close()
 	if err := srv.shutdown(); err != nil {
@@ -341,20 +345,21 @@ func (r Restore) finish(ctx context.Context, srv *server, db *sql.DB) (Restored,
 }
 
 // checkTables compares the restored tables with the row counts and checksums the
-// backup's manifest records (a physical backup's; a logical one records none).
-func (r Restore) checkTables(ctx context.Context, db *sql.DB) error {
+// backup's manifest records (a physical backup's; a logical one records none), and says
+// how many it checked.
+func (r Restore) checkTables(ctx context.Context, db *sql.DB) (int, error) {
 	m, ok, err := readManifest(ctx, r.Store, r.Key)
 	if err != nil || !ok || m.Tables == nil {
-		return err
+		return 0, err
 	}
 	got, err := tableSums(ctx, db)
 	if err != nil {
-		return Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("reading the restored tables: %w", err))
+		return 0, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("reading the restored tables: %w", err))
 	}
 	if err := sameTables(got, m.Tables); err != nil {
-		return Fail(mysqlv1beta1.ReasonBackupCorrupted, err)
+		return 0, Fail(mysqlv1beta1.ReasonBackupCorrupted, err)
 	}
-	return nil
+	return len(m.Tables), nil
 }
 
 // rekey runs first, then the statements that give the accounts this cluster's passwords.

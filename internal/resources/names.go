@@ -51,6 +51,7 @@ const (
 	ComponentBackup   = "backup"
 	ComponentRestore  = "restore"
 	ComponentArchive  = "binlog-archive"
+	ComponentVerify   = "verify"
 )
 
 // StatefulSetName names the StatefulSet; its pods are <cluster>-0..N-1.

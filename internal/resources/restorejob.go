@@ -81,24 +81,36 @@ func RestoreKey(b *mysqlv1beta1.MySQLBackup) string {
 // failure and is deleted with its cluster.
 func RestoreJob(r RestoreRun) *batchv1.Job {
 	c, b := r.Cluster, r.Backup
+	var recovery []string
+	if t := RecoveryTarget(c); t != nil && b.Status.Target.S3 != nil {
+		// The archive of the backup's cluster, beside the backup in the same store.
+		source := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.Cluster}}
+		recovery = []string{"--target-time=" + t.UTC().Format(time.RFC3339), "--binlog-prefix=" + BinlogPrefix(source, b.Status.Target.S3)}
+	}
+	data := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: DataClaimName(c, 0)}}
+	return restoreRunJob(r, RestoreJobName(c), ComponentRestore, data, RestoreTimeout(c), recovery)
+}
+
+// restoreRunJob is a Job whose one pod restores the backup into the data volume, for
+// the component: run once, within its timeout.
+func restoreRunJob(r RestoreRun, name, component string, data corev1.VolumeSource, timeout time.Duration, extra []string) *batchv1.Job {
+	c, b := r.Cluster, r.Backup
 	target := b.Status.Target.DeepCopy()
 	if target.PVC != nil && target.PVC.ClaimName == "" {
 		// The backup cluster's own backup volume.
 		target.PVC.ClaimName = BackupClaimName(&mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: b.Spec.Cluster}})
 	}
-	labels := Labels(c, ComponentRestore)
+	labels := Labels(c, component)
 	volumes := []corev1.Volume{
 		{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-			ClaimName: DataClaimName(c, 0)}}},
+		{Name: "data", VolumeSource: data},
 	}
 	mounts := []corev1.VolumeMount{{Name: "tools", MountPath: toolsDir, ReadOnly: true},
 		{Name: "work", MountPath: workDir}, {Name: "tmp", MountPath: "/tmp"}, {Name: "data", MountPath: DataDir}}
 	targetArgs, env, vols, vmounts := backupTargetArgs(target, c)
 	volumes, mounts = append(volumes, vols...), append(mounts, vmounts...)
-	timeout := RestoreTimeout(c)
 	size := int64(0)
 	if b.Status.Size != nil {
 		size = b.Status.Size.Value()
@@ -106,11 +118,7 @@ func RestoreJob(r RestoreRun) *batchv1.Job {
 	args := append([]string{toolsDir + "/manager", "restore", "--key=" + RestoreKey(b), "--method=" + string(b.Status.Method),
 		"--sha256=" + b.Status.SHA256, "--size=" + strconv.FormatInt(size, 10), "--gtid-set=" + b.Status.GTIDSet,
 		"--data=" + DataDir, "--work=" + workDir, "--timeout=" + timeout.String()}, targetArgs...)
-	if t := RecoveryTarget(c); t != nil && target.S3 != nil {
-		// The archive of the backup's cluster, beside the backup in the same store.
-		source := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.Cluster}}
-		args = append(args, "--target-time="+t.UTC().Format(time.RFC3339), "--binlog-prefix="+BinlogPrefix(source, target.S3))
-	}
+	args = append(args, extra...)
 	env = append(append([]corev1.EnvVar{secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword)},
 		accountEnv(c)...), env...)
 	pod := toolPod(r.OperatorImage, corev1.Container{
@@ -122,11 +130,11 @@ func RestoreJob(r RestoreRun) *batchv1.Job {
 	pod.Affinity, pod.Tolerations, pod.NodeSelector, pod.PriorityClassName = pt.Affinity, pt.Tolerations, pt.NodeSelector, pt.PriorityClassName
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: RestoreJobName(c), Namespace: c.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          new(int32(0)),
 			ActiveDeadlineSeconds: new(int64((timeout + backupJobGrace).Seconds())),
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(labels, ComponentRestore)},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: jobPodLabels(labels, component)},
 				Spec: pod},
 		},
 	}
