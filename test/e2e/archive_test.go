@@ -24,22 +24,28 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
-// archiving waits for the cluster's BinlogArchiving condition to have status and reason.
-func archiving(t *testing.T, c *mysqlv1beta1.MySQLCluster, status metav1.ConditionStatus, reason string, within time.Duration) *mysqlv1beta1.MySQLCluster {
+// conditionAs waits for the cluster's condition of type kind to have status and reason.
+func conditionAs(t *testing.T, c *mysqlv1beta1.MySQLCluster, kind string, status metav1.ConditionStatus, reason string, within time.Duration) *mysqlv1beta1.MySQLCluster {
 	t.Helper()
 	got := &mysqlv1beta1.MySQLCluster{}
-	took := waitFor(t, within, fmt.Sprintf("BinlogArchiving %s %s", status, reason), func() error {
+	took := waitFor(t, within, fmt.Sprintf("%s %s %s", kind, status, reason), func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionBinlogArchiving)
+		cond := meta.FindStatusCondition(got.Status.Conditions, kind)
 		if cond == nil || cond.Status != status || cond.Reason != reason {
 			return fmt.Errorf("condition %+v", cond)
 		}
 		return nil
 	})
-	t.Logf("BinlogArchiving %s %s after %s", status, reason, took.Round(10*time.Millisecond))
+	t.Logf("%s %s %s after %s", kind, status, reason, took.Round(10*time.Millisecond))
 	return got
+}
+
+// archiving waits for the cluster's BinlogArchiving condition to have status and reason.
+func archiving(t *testing.T, c *mysqlv1beta1.MySQLCluster, status metav1.ConditionStatus, reason string, within time.Duration) *mysqlv1beta1.MySQLCluster {
+	t.Helper()
+	return conditionAs(t, c, mysqlv1beta1.ConditionBinlogArchiving, status, reason, within)
 }
 
 // archivedSet is every transaction the archive's index says it holds.

@@ -2,35 +2,24 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 )
 
-// verifiedAs waits for the cluster's BackupVerified condition to have status and reason
-// for the backup named.
+// verifiedAs waits for the cluster's BackupVerified condition to have status and reason,
+// and checks that the verification was of the backup named.
 func verifiedAs(t *testing.T, c *mysqlv1beta1.MySQLCluster, status metav1.ConditionStatus, reason, backup string) *mysqlv1beta1.MySQLCluster {
 	t.Helper()
-	got := &mysqlv1beta1.MySQLCluster{}
-	took := waitFor(t, 3*time.Minute, fmt.Sprintf("BackupVerified %s %s", status, reason), func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
-			return err
-		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionBackupVerified)
-		v := got.Status.Backup.Verification
-		if cond == nil || cond.Status != status || cond.Reason != reason || v == nil || v.Last == nil || v.Last.Backup != backup {
-			return fmt.Errorf("condition %+v, verification %+v", cond, v)
-		}
-		return nil
-	})
-	t.Logf("BackupVerified %s %s after %s", status, reason, took.Round(10*time.Millisecond))
+	got := conditionAs(t, c, mysqlv1beta1.ConditionBackupVerified, status, reason, 3*time.Minute)
+	v := got.Status.Backup.Verification
+	require.NotNil(t, v)
+	require.NotNil(t, v.Last)
+	require.Equal(t, backup, v.Last.Backup, v.Last.Message)
 	return got
 }
 
