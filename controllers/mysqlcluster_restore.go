@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/gtid"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -152,21 +153,47 @@ func unrestorable(b *mysqlv1beta1.MySQLBackup, s *mysqlv1beta1.RestoreStatus) *r
 // unrecoverable is why the cluster's recovery target cannot be reached from the backup,
 // or nil (the restore Job checks the archive itself).
 func unrecoverable(c *mysqlv1beta1.MySQLCluster, b *mysqlv1beta1.MySQLBackup, s *mysqlv1beta1.RestoreStatus) *restoreState {
-	t := resources.RecoveryTarget(c)
-	if t == nil {
+	if !resources.Recovers(c) {
 		return nil
 	}
-	s.TargetTime = t.DeepCopy()
+	f := c.Spec.Bootstrap.FromBackup
+	s.TargetTime, s.TargetGTID = f.TargetTime.DeepCopy(), f.TargetGTID
 	switch {
 	case b.Status.Target.S3 == nil:
 		return waiting(s, mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Sprintf(
 			"MySQLBackup %s is stored on a volume: a recovery to a point in time needs a backup stored in S3, beside its cluster's binary log archive", b.Name), true)
-	case b.Status.CompletedAt == nil || t.Before(b.Status.CompletedAt):
+	case f.TargetGTID != "":
+		if held, err := gtidHeld(b.Status.GTIDSet, f.TargetGTID); err != nil || held {
+			return waiting(s, mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Sprintf(
+				"MySQLBackup %s already holds transaction %s (and may hold later ones): choose a backup taken before it%s",
+				b.Name, f.TargetGTID, errSuffix(err)), true)
+		}
+	case b.Status.CompletedAt == nil || f.TargetTime.Before(b.Status.CompletedAt):
 		return waiting(s, mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Sprintf(
 			"MySQLBackup %s completed at %s, after the target %s: choose a backup that completed before it", b.Name,
-			timeOrNone(b.Status.CompletedAt), t.UTC().Format(time.RFC3339)), true)
+			timeOrNone(b.Status.CompletedAt), f.TargetTime.UTC().Format(time.RFC3339)), true)
 	}
 	return nil
+}
+
+// gtidHeld says whether the GTID set holds the transaction.
+func gtidHeld(set, transaction string) (bool, error) {
+	s, err := gtid.Parse(set)
+	if err != nil {
+		return false, fmt.Errorf("the backup's GTID set: %w", err)
+	}
+	t, err := gtid.Parse(transaction)
+	if err != nil {
+		return false, fmt.Errorf("the target: %w", err)
+	}
+	return s.Contains(t), nil
+}
+
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + err.Error() + ")"
 }
 
 func timeOrNone(t *metav1.Time) string {

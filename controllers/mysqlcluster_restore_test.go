@@ -209,15 +209,22 @@ func TestAFailedRestoreSaysWhyAndStartsNoInstance(t *testing.T) {
 
 func TestARecoveryToATargetTheBackupCannotReachFailsAtOnce(t *testing.T) {
 	completed := completedBackup(mysqlv1beta1.BackupPhaseCompleted).Status.CompletedAt.Time
+	const uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	withGTIDs := completedBackup(mysqlv1beta1.BackupPhaseCompleted)
+	withGTIDs.Status.GTIDSet = uuid + ":1-9"
 	onVolume := completedBackup(mysqlv1beta1.BackupPhaseCompleted)
 	onVolume.Status.Target = &mysqlv1beta1.BackupTarget{PVC: &mysqlv1beta1.PVCTarget{ClaimName: "nas"}}
 	for _, tc := range []struct {
 		name   string
 		backup *mysqlv1beta1.MySQLBackup
 		target time.Time
+		gtid   string
 		reason string
 		msg    string
 	}{
+		{name: "a transaction after the backup", backup: withGTIDs, gtid: uuid + ":10", reason: mysqlv1beta1.ReasonRestoring},
+		{name: "a transaction the backup holds", backup: withGTIDs, gtid: uuid + ":9",
+			reason: mysqlv1beta1.ReasonTargetNotRecoverable, msg: "already holds transaction " + uuid + ":9"},
 		{name: "reachable", backup: completedBackup(mysqlv1beta1.BackupPhaseCompleted), target: completed.Add(time.Hour),
 			reason: mysqlv1beta1.ReasonRestoring},
 		{name: "before the backup completed", backup: completedBackup(mysqlv1beta1.BackupPhaseCompleted), target: completed.Add(-time.Second),
@@ -227,7 +234,11 @@ func TestARecoveryToATargetTheBackupCannotReachFailsAtOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := restoringCluster()
-			c.Spec.Bootstrap.FromBackup.TargetTime = &metav1.Time{Time: tc.target}
+			if tc.gtid != "" {
+				c.Spec.Bootstrap.FromBackup.TargetGTID = tc.gtid
+			} else {
+				c.Spec.Bootstrap.FromBackup.TargetTime = &metav1.Time{Time: tc.target}
+			}
 			r, _ := fakeReconciler(t, c, tc.backup)
 			r.OperatorImage = "op:1"
 			got, _ := reconcileCluster(t, r)
@@ -236,6 +247,7 @@ func TestARecoveryToATargetTheBackupCannotReachFailsAtOnce(t *testing.T) {
 			require.Contains(t, cond.Message, tc.msg)
 			require.NotNil(t, got.Status.Restore)
 			require.True(t, got.Status.Restore.TargetTime.Equal(c.Spec.Bootstrap.FromBackup.TargetTime))
+			require.Equal(t, tc.gtid, got.Status.Restore.TargetGTID)
 			err := r.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: resources.RestoreJobName(c)}, &batchv1.Job{})
 			if tc.reason == mysqlv1beta1.ReasonRestoring {
 				require.NoError(t, err)

@@ -32,6 +32,12 @@ type BootstrapFromBackup struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Target time",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	TargetTime *metav1.Time `json:"targetTime,omitempty"`
+	// TargetGTID recovers to a transaction instead ("<server uuid>:<number>"): after the
+	// backup, the archive's transactions up to and including it, in the archive's order.
+	// The backup must not hold it already. At most one of TargetTime and TargetGTID.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Target GTID",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
+	TargetGTID string `json:"targetGTID,omitempty"`
 }
 
 // RestoreStatus reports the restore a cluster was bootstrapped with.
@@ -58,9 +64,11 @@ type RestoreStatus struct {
 	// (with, for a point-in-time recovery, the transactions replayed).
 	// +optional
 	GTIDSet string `json:"gtidSet,omitempty"`
-	// TargetTime is the point in time recovered to (spec.bootstrap.fromBackup.targetTime).
+	// TargetTime or TargetGTID is what was recovered to (spec.bootstrap.fromBackup).
 	// +optional
 	TargetTime *metav1.Time `json:"targetTime,omitempty"`
+	// +optional
+	TargetGTID string `json:"targetGTID,omitempty"`
 	// BinlogFiles is how many archived binary log files were replayed.
 	// +optional
 	BinlogFiles int32 `json:"binlogFiles,omitempty"`

@@ -139,10 +139,11 @@ const (
 	ReasonDataVolumeFull = "DataVolumeFull"
 	// ReasonRestorePodFailed: the restore's pod ended without a report of its own.
 	ReasonRestorePodFailed = "RestorePodFailed"
-	// ReasonTargetNotRecoverable: a point-in-time recovery's target time is outside what
-	// the backup and the binary log archive reach: before the backup completed, after
-	// the archive's newest event, or across a gap in the archive (or the backup is not
-	// stored in S3 beside the archive).
+	// ReasonTargetNotRecoverable: a point-in-time recovery's target is outside what the
+	// backup and the binary log archive reach: a time before the backup completed, after
+	// the archive's newest event, or across a gap in the archive; a transaction the
+	// backup holds already or no archived file holds (or the backup is not stored in S3
+	// beside the archive).
 	ReasonTargetNotRecoverable = "TargetNotRecoverable"
 	// ReasonNoOperatorImage: the operator does not know its own image, which restore and
 	// backup pods run.

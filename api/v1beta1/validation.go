@@ -54,8 +54,19 @@ func validateBootstrap(c *MySQLCluster) field.ErrorList {
 	if t := b.FromBackup.Timeout; t != nil && t.Duration <= 0 {
 		errs = append(errs, field.Invalid(p.Child("fromBackup", "timeout"), t.Duration.String(), "must be positive"))
 	}
+	if g := b.FromBackup.TargetGTID; g != "" {
+		if b.FromBackup.TargetTime != nil {
+			errs = append(errs, field.Forbidden(p.Child("fromBackup", "targetGTID"), "at most one of targetTime and targetGTID"))
+		}
+		if !oneGTID.MatchString(g) {
+			errs = append(errs, field.Invalid(p.Child("fromBackup", "targetGTID"), g, "not one transaction: <server uuid>:<number>"))
+		}
+	}
 	return errs
 }
+
+// oneGTID is one transaction's GTID: a server's UUID and a transaction number.
+var oneGTID = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:[1-9][0-9]*$`)
 
 // validateBootstrapChange keeps bootstrap as the cluster was created with: it says where
 // the data came from.

@@ -302,6 +302,16 @@ func TestValidateBootstrap(t *testing.T) {
 		"no source":          {cluster(func(c *MySQLCluster) { c.Spec.Bootstrap = &BootstrapSpec{} }), map[string]string{"spec.bootstrap.fromBackup": "Required"}},
 		"no name":            {cluster(from("", 0)), map[string]string{"spec.bootstrap.fromBackup.name": "Required"}},
 		"a negative timeout": {cluster(from("nightly", -time.Second)), map[string]string{"spec.bootstrap.fromBackup.timeout": "positive"}},
+		"to a transaction": {cluster(from("nightly", 0), func(c *MySQLCluster) {
+			c.Spec.Bootstrap.FromBackup.TargetGTID = "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"
+		}), nil},
+		"to a set": {cluster(from("nightly", 0), func(c *MySQLCluster) {
+			c.Spec.Bootstrap.FromBackup.TargetGTID = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-23"
+		}), map[string]string{"spec.bootstrap.fromBackup.targetGTID": "not one transaction"}},
+		"to a time and a transaction": {cluster(from("nightly", 0), func(c *MySQLCluster) {
+			c.Spec.Bootstrap.FromBackup.TargetGTID = "3e11fa47-71ca-11e1-9e33-c80aa9429562:23"
+			c.Spec.Bootstrap.FromBackup.TargetTime = &metav1.Time{Time: time.Now()}
+		}), map[string]string{"spec.bootstrap.fromBackup.targetGTID": "at most one"}},
 	} {
 		t.Run(name, func(t *testing.T) { expect(t, validateBootstrap(tc.c), tc.want) })
 	}

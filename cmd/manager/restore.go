@@ -24,7 +24,7 @@ type restoreFlags struct {
 	report                       string
 	timeout                      time.Duration
 	// binlogPrefix, targetTime and mysqlbinlog are a point-in-time recovery's.
-	binlogPrefix, targetTime, mysqlbinlog string
+	binlogPrefix, targetTime, targetGTID, mysqlbinlog string
 }
 
 func parseRestoreFlags(args []string) (restoreFlags, error) {
@@ -41,7 +41,8 @@ func parseRestoreFlags(args []string) (restoreFlags, error) {
 	fs.StringVar(&f.work, "work", os.TempDir(), "a private folder")
 	fs.StringVar(&f.report, "report", "/dev/termination-log", "where the result goes")
 	fs.StringVar(&f.targetTime, "target-time", "", "recover to this time (RFC 3339) with the binary log archive")
-	fs.StringVar(&f.binlogPrefix, "binlog-prefix", "", "where the binary log archive is in the store (with --target-time)")
+	fs.StringVar(&f.targetGTID, "target-gtid", "", "recover up to and with this transaction (uuid:N) with the binary log archive")
+	fs.StringVar(&f.binlogPrefix, "binlog-prefix", "", "where the binary log archive is in the store (with --target-time or --target-gtid)")
 	fs.StringVar(&f.mysqlbinlog, "mysqlbinlog", "mysqlbinlog", "the binary log reader (with --target-time)")
 	f.register(fs)
 	fs.DurationVar(&f.timeout, "timeout", 2*time.Hour, "the whole run's deadline")
@@ -62,20 +63,26 @@ func parseRestoreFlags(args []string) (restoreFlags, error) {
 		if _, err := time.Parse(time.RFC3339, f.targetTime); err != nil {
 			return f, fmt.Errorf("--target-time %q: not an RFC 3339 time: %w", f.targetTime, err)
 		}
-		if f.binlogPrefix == "" {
-			return f, errors.New("--binlog-prefix is required with --target-time")
-		}
+	}
+	if f.targetTime != "" && f.targetGTID != "" {
+		return f, errors.New("--target-time and --target-gtid: at most one")
+	}
+	if (f.targetTime != "" || f.targetGTID != "") && f.binlogPrefix == "" {
+		return f, errors.New("--binlog-prefix is required with --target-time or --target-gtid")
 	}
 	return f, f.check()
 }
 
 // recovery is the point-in-time recovery the flags ask for, or nil.
 func (f restoreFlags) recovery(st backup.Reader) *backup.Recovery {
-	if f.targetTime == "" {
+	if f.targetTime == "" && f.targetGTID == "" {
 		return nil
 	}
-	target, _ := time.Parse(time.RFC3339, f.targetTime) // checked by parseRestoreFlags
-	return &backup.Recovery{Store: st, Prefix: f.binlogPrefix, Target: target, Mysqlbinlog: f.mysqlbinlog}
+	rc := &backup.Recovery{Store: st, Prefix: f.binlogPrefix, TargetGTID: f.targetGTID, Mysqlbinlog: f.mysqlbinlog}
+	if f.targetTime != "" {
+		rc.Target, _ = time.Parse(time.RFC3339, f.targetTime) // checked by parseRestoreFlags
+	}
+	return rc
 }
 
 // runRestore restores the backup into the data folder and writes its result to the

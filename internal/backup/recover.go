@@ -18,8 +18,8 @@ import (
 
 // Recovery is a point-in-time recovery's second half: after the base backup is in the
 // stage, the archive's transactions that follow it are replayed with mysqlbinlog up to
-// Target, and the restored GTID set must be the base's with exactly the transactions
-// the archived files hold before Target.
+// the target, a time or a transaction, and the restored GTID set must be the base's with
+// exactly the transactions the archived files hold up to it.
 type Recovery struct {
 	// Store and Prefix are where the binary log archive is (its index and its files).
 	Store  Reader
@@ -27,12 +27,23 @@ type Recovery struct {
 	// Target: the transactions whose events are from before this second are replayed,
 	// none from it on (event times are whole seconds, as mysqlbinlog's --stop-datetime).
 	Target time.Time
+	// TargetGTID, when set instead ("uuid:N"), replays the transactions up to and
+	// including that one, in the archive's order.
+	TargetGTID string
 	// Mysqlbinlog is the program that turns the files into statements.
 	Mysqlbinlog string
 }
 
 // stop is the recovery's first second not replayed.
 func (rc Recovery) stop() time.Time { return rc.Target.UTC().Truncate(time.Second) }
+
+// target is the recovery's target, as said in messages.
+func (rc Recovery) target() string {
+	if rc.TargetGTID != "" {
+		return "transaction " + rc.TargetGTID
+	}
+	return fmtTime(rc.stop())
+}
 
 // plan reads the index and chooses the files to replay onto base: every archived file
 // with a transaction base lacks and an event before the target, in the order of their
@@ -46,7 +57,7 @@ func (rc Recovery) plan(ctx context.Context, base gtid.Set) ([]binlog.File, erro
 		return nil, Fail(objectstore.Reason(err), fmt.Errorf("reading the archive's index: %w", err))
 	}
 	where := rc.Store.URL(binlog.IndexKey(rc.Prefix))
-	if last := ix.Last(); last.Before(rc.stop()) {
+	if last := ix.Last(); rc.TargetGTID == "" && last.Before(rc.stop()) {
 		return nil, Fail(mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Errorf(
 			"the archive (%s) reaches %s; the target %s is after it", where, fmtTime(last), fmtTime(rc.stop())))
 	}
@@ -56,7 +67,7 @@ func (rc Recovery) plan(ctx context.Context, base gtid.Set) ([]binlog.File, erro
 		if err != nil {
 			return nil, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("the index's file %s of %s: %w", f.Name, f.ServerUUID, err))
 		}
-		if !f.FirstEvent.Before(rc.stop()) || base.Contains(s) {
+		if (rc.TargetGTID == "" && !f.FirstEvent.Before(rc.stop())) || base.Contains(s) {
 			continue
 		}
 		files = append(files, f)
@@ -89,32 +100,43 @@ func (rc Recovery) fetch(ctx context.Context, f binlog.File, path string, diskRe
 	})
 }
 
-// replayed is what mysqlbinlog --exclude-gtids=base --stop-datetime=stop replays of the
-// files, in order: it stops at the first event from the stop second on, whatever the
-// event (an excluded transaction's too), and a transaction it stops inside is not
-// committed.
-func replayed(paths []string, base gtid.Set, stop time.Time) (gtid.Set, error) {
+// replayed is what the recovery replays of the files, in order, onto base, and whether
+// it reached its target. To a time: up to the first event from the stop second on,
+// whatever the event (an excluded transaction's too), as mysqlbinlog --stop-datetime
+// stops; a transaction that event is inside is not replayed. To a GTID: up to and
+// including that transaction, which must be found.
+func (rc Recovery) replayed(paths []string, base gtid.Set) (gtid.Set, bool, error) {
 	got := gtid.Set{}
-	stopped := false
+	stopped, reached := false, rc.TargetGTID == ""
 	for _, p := range paths {
 		if stopped {
 			break
 		}
 		f, err := os.Open(p)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		// open is the transaction being read, until an event between transactions.
 		var open *binlog.Event
+		commit := func() {
+			if open != nil {
+				got = got.Add(open.Source, open.GNO)
+				if rc.TargetGTID != "" && fmt.Sprintf("%s:%d", open.Source, open.GNO) == rc.TargetGTID {
+					stopped, reached = true, true
+				}
+				open = nil
+			}
+		}
 		_, err = binlog.Read(f, func(ev binlog.Event) {
 			if stopped {
 				return
 			}
-			if ev.Between() && open != nil {
-				got, open = got.Add(open.Source, open.GNO), nil
+			if ev.Between() {
+				commit()
 			}
 			switch {
-			case !ev.Time.Before(stop):
+			case stopped:
+			case rc.TargetGTID == "" && !ev.Time.Before(rc.stop()):
 				stopped, open = true, nil
 			case ev.Source != "":
 				e := ev
@@ -123,13 +145,11 @@ func replayed(paths []string, base gtid.Set, stop time.Time) (gtid.Set, error) {
 		})
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Base(p), err)
+			return nil, false, fmt.Errorf("%s: %w", filepath.Base(p), err)
 		}
-		if open != nil {
-			got = got.Add(open.Source, open.GNO)
-		}
+		commit()
 	}
-	return got.Subtract(base), nil
+	return got.Subtract(base), reached, nil
 }
 
 // recover replays the archive onto the server holding the base (as root, with this
@@ -140,6 +160,17 @@ func (r Restore) recover(ctx context.Context, t tempServer) (string, int, error)
 	base, err := gtid.Parse(r.GTIDSet)
 	if err != nil {
 		return "", 0, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("the backup's GTID set: %w", err))
+	}
+	if rc.TargetGTID != "" {
+		target, err := gtid.Parse(rc.TargetGTID)
+		if err != nil || target.Count() != 1 {
+			return "", 0, Fail(mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Errorf("the target %q is not one transaction (uuid:N)", rc.TargetGTID))
+		}
+		rc.TargetGTID = target.String() // as the files' GTIDs are written: lower case
+		if base.Contains(target) {
+			return "", 0, Fail(mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Errorf(
+				"the backup already holds transaction %s (and may hold later ones): choose a backup taken before it", rc.TargetGTID))
+		}
 	}
 	files, err := rc.plan(ctx, base)
 	if err != nil {
@@ -158,9 +189,13 @@ func (r Restore) recover(ctx context.Context, t tempServer) (string, int, error)
 		}
 		paths = append(paths, p)
 	}
-	more, err := replayed(paths, base, rc.stop())
+	more, reached, err := rc.replayed(paths, base)
 	if err != nil {
 		return "", 0, Fail(mysqlv1beta1.ReasonBackupCorrupted, fmt.Errorf("an archived file: %w", err))
+	}
+	if !reached {
+		return "", 0, Fail(mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Errorf(
+			"%s is in no archived file (%s) after the backup", rc.target(), rc.Store.URL(binlog.IndexKey(rc.Prefix))))
 	}
 	want := base.Union(more)
 	for source, runs := range want.Runs() {
@@ -170,28 +205,24 @@ func (r Restore) recover(ctx context.Context, t tempServer) (string, int, error)
 				source, want))
 		}
 	}
-	if len(paths) > 0 {
-		if err := r.replayBinlogs(ctx, t, paths, base, rc.stop()); err != nil {
+	if !more.IsEmpty() {
+		if err := r.replayBinlogs(ctx, t, paths, more); err != nil {
 			return "", 0, err
 		}
 	}
 	return want.String(), len(paths), nil
 }
 
-// replayBinlogs pipes mysqlbinlog's statements for the files into the mysql client.
-func (r Restore) replayBinlogs(ctx context.Context, t tempServer, paths []string, base gtid.Set, stop time.Time) error {
+// replayBinlogs pipes mysqlbinlog's statements for the transactions more of the files
+// into the mysql client: --include-gtids replays exactly the set replayed computed.
+func (r Restore) replayBinlogs(ctx context.Context, t tempServer, paths []string, more gtid.Set) error {
 	opts, err := clientOptions(r.Work, "replay-*.cnf", "socket="+t.socket(), "root", r.RootPassword)
 	if err != nil {
 		return Fail(mysqlv1beta1.ReasonRestoreFailed, err)
 	}
 	defer os.Remove(opts)
-	args := []string{"--no-defaults", "--stop-datetime=" + stop.Format(time.DateTime)}
-	if !base.IsEmpty() {
-		args = append(args, "--exclude-gtids="+base.String())
-	}
+	args := []string{"--no-defaults", "--include-gtids=" + more.String()}
 	dump := exec.CommandContext(ctx, r.Recovery.Mysqlbinlog, append(args, paths...)...)
-	// --stop-datetime is read in the local time zone; the index's times are UTC.
-	dump.Env = append(os.Environ(), "TZ=UTC")
 	apply := exec.CommandContext(ctx, r.Mysql, "--defaults-file="+opts, "--protocol=socket",
 		"--max-allowed-packet=1073741824", "--binary-mode")
 	var dumpErr, applyErr tail

@@ -83,9 +83,10 @@ type Restored struct {
 	GTIDSet      string    `json:"gtidSet"`
 	MySQLVersion string    `json:"mysqlVersion"`
 	CompletedAt  time.Time `json:"completedAt"`
-	// TargetTime and BinlogFiles are a point-in-time recovery's: the time recovered to
-	// and how many archived files were replayed.
+	// TargetTime (or TargetGTID) and BinlogFiles are a point-in-time recovery's: what
+	// it recovered to and how many archived files were replayed.
 	TargetTime  *time.Time `json:"targetTime,omitempty"`
+	TargetGTID  string     `json:"targetGTID,omitempty"`
 	BinlogFiles int        `json:"binlogFiles,omitempty"`
 	// Tables is how many tables were checked against the backup's manifest.
 	Tables int `json:"tables,omitempty"`
@@ -320,8 +321,12 @@ func (r Restore) finish(ctx context.Context, srv *server, db *sql.DB) (Restored,
 		if err := r.rekey(ctx, db); err != nil {
 			return Restored{}, err
 		}
-		target := r.Recovery.stop()
-		out.TargetTime = &target
+		if r.Recovery.TargetGTID != "" {
+			out.TargetGTID = r.Recovery.TargetGTID
+		} else {
+			target := r.Recovery.stop()
+			out.TargetTime = &target
+		}
 	}
 	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_executed, VERSION()").Scan(&out.GTIDSet, &out.MySQLVersion); err != nil {
 		return Restored{}, Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("reading the restored GTID set: %w", err))

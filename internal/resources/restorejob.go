@@ -45,12 +45,11 @@ func RestoreTimeout(c *mysqlv1beta1.MySQLCluster) time.Duration {
 	return DefaultRestoreTimeout
 }
 
-// RecoveryTarget is the point in time a cluster's restore recovers to, or nil.
-func RecoveryTarget(c *mysqlv1beta1.MySQLCluster) *metav1.Time {
-	if b := c.Spec.Bootstrap; b != nil && b.FromBackup != nil {
-		return b.FromBackup.TargetTime
-	}
-	return nil
+// Recovers says the cluster's restore recovers to a point in time (targetTime or
+// targetGTID) with the backup cluster's binary log archive.
+func Recovers(c *mysqlv1beta1.MySQLCluster) bool {
+	b := c.Spec.Bootstrap
+	return b != nil && b.FromBackup != nil && (b.FromBackup.TargetTime != nil || b.FromBackup.TargetGTID != "")
 }
 
 // DataClaimName is the name the StatefulSet gives an instance's data claim.
@@ -82,10 +81,15 @@ func RestoreKey(b *mysqlv1beta1.MySQLBackup) string {
 func RestoreJob(r RestoreRun) *batchv1.Job {
 	c, b := r.Cluster, r.Backup
 	var recovery []string
-	if t := RecoveryTarget(c); t != nil && b.Status.Target.S3 != nil {
+	if f := c.Spec.Bootstrap.FromBackup; Recovers(c) && b.Status.Target.S3 != nil {
 		// The archive of the backup's cluster, beside the backup in the same store.
 		source := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.Cluster}}
-		recovery = []string{"--target-time=" + t.UTC().Format(time.RFC3339), "--binlog-prefix=" + BinlogPrefix(source, b.Status.Target.S3)}
+		recovery = []string{"--binlog-prefix=" + BinlogPrefix(source, b.Status.Target.S3)}
+		if f.TargetGTID != "" {
+			recovery = append(recovery, "--target-gtid="+f.TargetGTID)
+		} else {
+			recovery = append(recovery, "--target-time="+f.TargetTime.UTC().Format(time.RFC3339))
+		}
 	}
 	data := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: DataClaimName(c, 0)}}
 	return restoreRunJob(r, RestoreJobName(c), ComponentRestore, data, RestoreTimeout(c), recovery)

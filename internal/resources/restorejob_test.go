@@ -90,7 +90,12 @@ func TestARecoveryJobReadsTheBackupClustersArchive(t *testing.T) {
 			t.Errorf("command %q lacks %q", args, want)
 		}
 	}
-	c.Spec.Bootstrap.FromBackup.TargetTime = nil
+	c.Spec.Bootstrap.FromBackup.TargetTime, c.Spec.Bootstrap.FromBackup.TargetGTID = nil, "u:4"
+	args = strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
+	if !strings.Contains(args, "--target-gtid=u:4") || strings.Contains(args, "--target-time") || !strings.Contains(args, "--binlog-prefix=dr/prod/shop/binlog") {
+		t.Errorf("a recovery to a transaction: %q", args)
+	}
+	c.Spec.Bootstrap.FromBackup.TargetGTID = ""
 	args = strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
 	if strings.Contains(args, "--target-time") || strings.Contains(args, "--binlog-prefix") {
 		t.Errorf("a restore without a target replays no archive: %q", args)

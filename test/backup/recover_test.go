@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,9 +72,12 @@ func TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget(t *testing.T) {
 	insert(101, 105)
 	_, err = a.Round(ctx) // a file boundary between the good writes
 	require.NoError(t, err)
-	insert(106, 110)
+	insert(106, 109)
+	before := gtid.MustParse(gtidExecuted(t, ctx, f.db))
+	insert(110, 110)
 	want := ids(t, ctx, f.db)
 	atTarget := gtidExecuted(t, ctx, f.db)
+	lastGood := gtid.MustParse(atTarget).Subtract(before).String() // the insert of 110
 	target := waitSecond()
 	for _, q := range []string{"DELETE FROM shop.orders WHERE id <= 15", "DROP TABLE shop.empty"} {
 		_, err := f.db.ExecContext(ctx, q)
@@ -88,7 +92,7 @@ func TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget(t *testing.T) {
 	keep := binlog.Retention{Version: binlog.RetentionVersion, Backup: "b1", GTIDSet: lm.GTIDSet, CompletedAt: lm.CompletedAt}
 	_, err = f.st.Put(ctx, binlog.RetentionKey(archivePrefix), bytes.NewReader(keep.Encode()))
 	require.NoError(t, err)
-	before := f.index(t)
+	indexed := f.index(t)
 	pruned, err := a.Round(ctx)
 	require.NoError(t, err)
 	require.NotEmpty(t, pruned.Pruned, "the files written before the backup")
@@ -97,7 +101,7 @@ func TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget(t *testing.T) {
 		_, err := f.st.Get(ctx, gone.Key)
 		require.Equal(t, mysqlv1beta1.ReasonBackupDataMissing, objectstore.Reason(err), "%s is deleted", gone.Key)
 	}
-	require.Len(t, f.index(t).Files, len(before.Files)+len(pruned.Archived)-len(pruned.Pruned))
+	require.Len(t, f.index(t).Files, len(indexed.Files)+len(pruned.Archived)-len(pruned.Pruned))
 
 	for _, m := range []backup.Manifest{lm, pm} {
 		t.Run(m.Method, func(t *testing.T) {
@@ -124,6 +128,39 @@ func TestAPointInTimeRecoveryGivesExactlyTheRowsBeforeTheTarget(t *testing.T) {
 		})
 	}
 
+	t.Run("to a transaction", func(t *testing.T) {
+		dir := t.TempDir()
+		data := filepath.Join(dir, "data")
+		require.NoError(t, os.MkdirAll(data, 0o750))
+		r := recoveryOf(t, f, lm, data, time.Time{})
+		r.Recovery.TargetGTID = strings.ToUpper(lastGood)
+		done, err := r.Run(ctx)
+		require.NoError(t, err)
+		require.True(t, gtid.MustParse(atTarget).Equal(gtid.MustParse(done.GTIDSet)), "restored %s, the source had %s after %s", done.GTIDSet, atTarget, lastGood)
+		require.Equal(t, lastGood, done.TargetGTID)
+		restored, err := f.in.Start(ctx, mysqld.Options{Dir: dir, ServerID: 903})
+		require.NoError(t, err)
+		defer restored.Stop()
+		db, err := restored.DB()
+		require.NoError(t, err)
+		defer db.Close()
+		require.Equal(t, want, ids(t, ctx, db), "the rows up to and with the target transaction")
+	})
+	for name, target := range map[string]string{
+		"a transaction the backup holds": strings.Split(lm.GTIDSet, ":")[0] + ":1",
+		"a transaction nowhere archived": strings.Split(lastGood, ":")[0] + ":999999",
+		"not one transaction":            lastGood + "-999999",
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			require.NoError(t, os.MkdirAll(data, 0o750))
+			r := recoveryOf(t, f, lm, data, time.Time{})
+			r.Recovery.TargetGTID = target
+			_, err := r.Run(ctx)
+			require.Equal(t, mysqlv1beta1.ReasonTargetNotRecoverable, reason(err), "%v", err)
+			requireEmpty(t, data)
+		})
+	}
 	t.Run("a target after the archive's newest event", func(t *testing.T) {
 		data := filepath.Join(t.TempDir(), "data")
 		require.NoError(t, os.MkdirAll(data, 0o750))
