@@ -235,7 +235,13 @@ func (r Restore) replayBinlogs(ctx context.Context, t tempServer, paths []string
 	if err := dump.Start(); err != nil {
 		return Fail(mysqlv1beta1.ReasonRestoreFailed, fmt.Errorf("starting mysqlbinlog: %w", err))
 	}
-	runErr := apply.Run()
+	runErr := apply.Start()
+	// The client has the pipe's read end now; ours goes, so that mysqlbinlog stops on a
+	// broken pipe when the client dies instead of filling it until the deadline.
+	pipe.Close()
+	if runErr == nil {
+		runErr = apply.Wait()
+	}
 	waitErr := dump.Wait()
 	switch {
 	case ctx.Err() != nil:
