@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 )
@@ -40,8 +41,7 @@ func TestVerificationRestoresTheNewestBackupAndCatchesACorruptedOne(t *testing.T
 
 	c := newCluster(ns, "vfy", mysqlv1beta1.DeletionPolicyDelete)
 	c.Spec.Instances = new(int32(1))
-	c.Spec.Backup = &mysqlv1beta1.BackupSpec{Suspend: true, Target: target,
-		Verify: &mysqlv1beta1.BackupVerifySpec{Schedule: "* * * * *"}}
+	c.Spec.Backup = &mysqlv1beta1.BackupSpec{Suspend: true, Target: target}
 	require.NoError(t, k8s.Create(ctx, c))
 	readyCluster(t, ns, c.Name)
 	db := dbOf(t, ns, c.Name+"-0")
@@ -55,6 +55,12 @@ func TestVerificationRestoresTheNewestBackupAndCatchesACorruptedOne(t *testing.T
 	require.NoError(t, k8s.Create(ctx, b))
 	b = backupEnded(t, ns, b.Name)
 	require.Equal(t, mysqlv1beta1.BackupPhaseCompleted, b.Status.Phase, "%v", b.Status.Conditions)
+
+	// Verified every minute from now on (a schedule runs from when it is first seen).
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Spec.Backup.Verify = &mysqlv1beta1.BackupVerifySpec{Schedule: "* * * * *"}
+	require.NoError(t, k8s.Patch(ctx, c, patch))
 
 	got := verifiedAs(t, c, metav1.ConditionTrue, mysqlv1beta1.ReasonVerified, b.Name)
 	last := got.Status.Backup.Verification.Last
