@@ -43,10 +43,7 @@ func (r *MySQLClusterReconciler) reconcileVerify(ctx context.Context, st *state)
 	if c.Spec.Backup != nil {
 		spec = c.Spec.Backup.Verify
 	}
-	var old *mysqlv1beta1.VerificationStatus
-	if c.Status.Backup.Verification != nil {
-		old = c.Status.Backup.Verification
-	}
+	old := c.Status.Backup.Verification
 	obs := &verifyObservation{}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]

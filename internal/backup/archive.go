@@ -146,8 +146,10 @@ func (a *Archiver) Round(ctx context.Context) (Round, error) {
 
 // prune deletes the files the retention record lets go: out of the index first, so
 // that a file the index names is always stored; a file whose delete fails is left in
-// the store, named by nothing.
+// the store, named by nothing. It is bounded as one file's copy is (FileTimeout).
 func (a *Archiver) prune(ctx context.Context, ix binlog.Index) ([]binlog.File, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.FileTimeout)
+	defer cancel()
 	rc, err := a.Store.Get(ctx, binlog.RetentionKey(a.Prefix))
 	if objectstore.Reason(err) == mysqlv1beta1.ReasonBackupDataMissing {
 		return nil, nil // no record yet: everything stays

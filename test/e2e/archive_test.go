@@ -90,12 +90,8 @@ func recovery(ns, name, from string, target time.Time) *mysqlv1beta1.MySQLCluste
 func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	s3, err := g.StartS3(ctx)
-	require.NoError(t, err)
-	defer s3.Stop()
-	store, err := s3.Store(bucket)
-	require.NoError(t, err)
-	require.NoError(t, store.CreateBucket(ctx))
+	s3, store := startS3(t)
+	var err error
 	target := s3Target(t, ns, "s3", s3.Endpoint, s3.AccessKeyID, s3.SecretAccessKey)
 
 	c := newCluster(ns, "arc", mysqlv1beta1.DeletionPolicyDelete)

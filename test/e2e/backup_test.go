@@ -24,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/objectstore"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 const bucket = "backups"
@@ -61,15 +63,23 @@ func backupEnded(t *testing.T, ns, name string) *mysqlv1beta1.MySQLBackup {
 	return b
 }
 
+// startS3 starts the ground's S3 server for the test (stopped at its end) and creates
+// the bucket; store is the test's own client of it.
+func startS3(t *testing.T) (*ground.S3, *objectstore.Store) {
+	t.Helper()
+	s3, err := g.StartS3(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(s3.Stop)
+	store, err := s3.Store(bucket)
+	require.NoError(t, err)
+	require.NoError(t, store.CreateBucket(context.Background()))
+	return s3, store
+}
+
 func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	s3, err := g.StartS3(ctx)
-	require.NoError(t, err)
-	defer s3.Stop()
-	store, err := s3.Store(bucket)
-	require.NoError(t, err)
-	require.NoError(t, store.CreateBucket(ctx))
+	s3, store := startS3(t)
 	c, primary := readyPair(t, ns, "bk")
 	db := dbOf(t, ns, primary)
 	for _, q := range []string{"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, item VARCHAR(32))",

@@ -31,12 +31,7 @@ func verifiedAs(t *testing.T, c *mysqlv1beta1.MySQLCluster, status metav1.Condit
 func TestVerificationRestoresTheNewestBackupAndCatchesACorruptedOne(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	s3, err := g.StartS3(ctx)
-	require.NoError(t, err)
-	defer s3.Stop()
-	store, err := s3.Store(bucket)
-	require.NoError(t, err)
-	require.NoError(t, store.CreateBucket(ctx))
+	s3, store := startS3(t)
 	target := s3Target(t, ns, "s3", s3.Endpoint, s3.AccessKeyID, s3.SecretAccessKey)
 
 	c := newCluster(ns, "vfy", mysqlv1beta1.DeletionPolicyDelete)
