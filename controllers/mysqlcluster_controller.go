@@ -201,17 +201,14 @@ func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	return ctrl.Result{RequeueAfter: after}
 }
 
-// requeueRestore asks for the next pass of a restore waiting for its backup; one that
-// waits for its Job is brought back by the Job's changes, and one that failed by a change
-// of the spec or the Job's deletion.
+// requeueRestore asks for the next pass of a restore waiting for its backup (or for the
+// store it is in to answer); one that waits for its Job is brought back by the Job's
+// changes, and one that failed by a change of the spec or the Job's deletion.
 func (r *MySQLClusterReconciler) requeueRestore(st *state) ctrl.Result {
-	switch st.restore.cond.Reason {
-	case mysqlv1beta1.ReasonBackupNotFound, mysqlv1beta1.ReasonBackupNotCompleted:
-		if !st.restore.failed {
-			return ctrl.Result{RequeueAfter: restoreRecheck}
-		}
+	if st.restore.failed || st.restore.cond.Reason == mysqlv1beta1.ReasonRestoring {
+		return ctrl.Result{}
 	}
-	return ctrl.Result{}
+	return ctrl.Result{RequeueAfter: restoreRecheck}
 }
 
 func (r *MySQLClusterReconciler) applier() *apply.Applier {

@@ -46,15 +46,19 @@ func (r *MySQLClusterReconciler) reconcileRestore(ctx context.Context, st *state
 	if old == nil {
 		old = &mysqlv1beta1.RestoreStatus{}
 	}
-	old.Backup = c.Spec.Bootstrap.FromBackup.Name
+	if f := c.Spec.Bootstrap.FromBackup; f.Name != "" {
+		old.Backup = f.Name
+	} else if f.Source.Backup != "" {
+		old.Backup = f.Source.Backup
+	}
 	if old.CompletedAt != nil {
-		st.restore = restoreDone(old)
+		st.restore = restoreDone(c, old)
 		return nil
 	}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, &appsv1.StatefulSet{})
 	if err == nil {
 		// Created after a restore whose status write was lost: the data is in place.
-		st.restore = restoreDone(old)
+		st.restore = restoreDone(c, old)
 		return nil
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("while reading the StatefulSet: %w", err)
@@ -68,8 +72,8 @@ func (r *MySQLClusterReconciler) reconcileRestore(ctx context.Context, st *state
 	return nil
 }
 
-func restoreDone(s *mysqlv1beta1.RestoreStatus) *restoreState {
-	msg := "restored from MySQLBackup " + s.Backup
+func restoreDone(c *mysqlv1beta1.MySQLCluster, s *mysqlv1beta1.RestoreStatus) *restoreState {
+	msg := "restored from " + backupText(c, s.Backup)
 	if s.CompletedAt != nil {
 		msg += fmt.Sprintf(" (%s, %s) at %s", s.Method, s.Location, s.CompletedAt.UTC().Format(time.RFC3339))
 	}
@@ -86,49 +90,43 @@ func waiting(s *mysqlv1beta1.RestoreStatus, reason, msg string, failed bool) *re
 	return &restoreState{status: s, cond: restoredCondition(metav1.ConditionFalse, reason, msg), hold: true, failed: failed}
 }
 
-// restore moves the restore one step: check the backup, make the claim, run the Job,
-// read its report.
+// restore moves the restore one step: once its Job exists, read how it goes; before,
+// find the backup and check it can be restored to the target, make the claim, start the
+// Job.
 func (r *MySQLClusterReconciler) restore(ctx context.Context, c *mysqlv1beta1.MySQLCluster, s *mysqlv1beta1.RestoreStatus) (*restoreState, error) {
-	b := &mysqlv1beta1.MySQLBackup{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: s.Backup}, b); err != nil {
-		if apierrors.IsNotFound(err) {
-			return waiting(s, mysqlv1beta1.ReasonBackupNotFound,
-				fmt.Sprintf("MySQLBackup %s does not exist in namespace %s", s.Backup, c.Namespace), false), nil
+	job := &batchv1.Job{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.RestoreJobName(c)}, job)
+	if err == nil {
+		s.Job = job.Name
+		if s.StartedAt == nil {
+			s.StartedAt = job.CreationTimestamp.DeepCopy()
 		}
-		return nil, fmt.Errorf("while reading MySQLBackup %s: %w", s.Backup, err)
+		return r.observeRestore(ctx, c, s, job)
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("while reading the restore's Job: %w", err)
 	}
-	if rs := unrestorable(b, s); rs != nil {
+	src, rs, err := r.restoreSource(ctx, c, s)
+	if err != nil || rs != nil {
+		return rs, err
+	}
+	s.Backup = src.Name
+	if rs := unrecoverable(c, src, s); rs != nil {
 		return rs, nil
 	}
-	if rs := unrecoverable(c, b, s); rs != nil {
-		return rs, nil
+	s.Location, s.Method = src.Location, src.Method
+	if r.OperatorImage == "" {
+		return waiting(s, mysqlv1beta1.ReasonNoOperatorImage,
+			"the operator does not know its own image, which restore pods run (set DOLPHIN_OPERATOR_IMAGE)", true), nil
 	}
-	s.Location, s.Method = b.Status.Location, b.Status.Method
 	if err := r.Create(ctx, resources.FirstDataClaim(c)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("while creating the first instance's claim: %w", err)
 	}
-	job := &batchv1.Job{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.RestoreJobName(c)}, job)
-	if apierrors.IsNotFound(err) {
-		if r.OperatorImage == "" {
-			return waiting(s, mysqlv1beta1.ReasonNoOperatorImage,
-				"the operator does not know its own image, which restore pods run (set DOLPHIN_OPERATOR_IMAGE)", true), nil
-		}
-		job = resources.RestoreJob(resources.RestoreRun{Cluster: c, Backup: b, OperatorImage: r.OperatorImage, Images: r.Images})
-		if _, err := r.applier().Apply(ctx, c, job); err != nil {
-			return nil, fmt.Errorf("while creating the restore's Job: %w", err)
-		}
-		s.Job, s.StartedAt = job.Name, &metav1.Time{Time: r.now()}
-		return waiting(s, mysqlv1beta1.ReasonRestoring, fmt.Sprintf("Job %s restores %s from %s", job.Name, b.Name, b.Status.Location), false), nil
+	job = resources.RestoreJob(resources.RestoreRun{Cluster: c, Backup: src, OperatorImage: r.OperatorImage, Images: r.Images})
+	if _, err := r.applier().Apply(ctx, c, job); err != nil {
+		return nil, fmt.Errorf("while creating the restore's Job: %w", err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("while reading the restore's Job: %w", err)
-	}
-	s.Job = job.Name
-	if s.StartedAt == nil {
-		s.StartedAt = job.CreationTimestamp.DeepCopy()
-	}
-	return r.observeRestore(ctx, c, s, job)
+	s.Job, s.StartedAt = job.Name, &metav1.Time{Time: r.now()}
+	return waiting(s, mysqlv1beta1.ReasonRestoring, fmt.Sprintf("Job %s restores %s from %s", job.Name, src.Name, src.Location), false), nil
 }
 
 // unrestorable is why a backup cannot be restored (yet), or nil when it can.
@@ -152,28 +150,37 @@ func unrestorable(b *mysqlv1beta1.MySQLBackup, s *mysqlv1beta1.RestoreStatus) *r
 
 // unrecoverable is why the cluster's recovery target cannot be reached from the backup,
 // or nil (the restore Job checks the archive itself).
-func unrecoverable(c *mysqlv1beta1.MySQLCluster, b *mysqlv1beta1.MySQLBackup, s *mysqlv1beta1.RestoreStatus) *restoreState {
+func unrecoverable(c *mysqlv1beta1.MySQLCluster, b resources.RestoreSource, s *mysqlv1beta1.RestoreStatus) *restoreState {
 	if !resources.Recovers(c) {
 		return nil
 	}
 	f := c.Spec.Bootstrap.FromBackup
 	s.TargetTime, s.TargetGTID = f.TargetTime.DeepCopy(), f.TargetGTID
+	what := backupText(c, b.Name)
 	switch {
-	case b.Status.Target.S3 == nil:
+	case b.Target == nil || b.Target.S3 == nil:
 		return waiting(s, mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Sprintf(
-			"MySQLBackup %s is stored on a volume: a recovery to a point in time needs a backup stored in S3, beside its cluster's binary log archive", b.Name), true)
+			"%s is stored on a volume: a recovery to a point in time needs a backup stored in S3, beside its cluster's binary log archive", what), true)
 	case f.TargetGTID != "":
-		if held, err := gtidHeld(b.Status.GTIDSet, f.TargetGTID); err != nil || held {
+		if held, err := gtidHeld(b.GTIDSet, f.TargetGTID); err != nil || held {
 			return waiting(s, mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Sprintf(
-				"MySQLBackup %s already holds transaction %s (and may hold later ones): choose a backup taken before it%s",
-				b.Name, f.TargetGTID, errSuffix(err)), true)
+				"%s already holds transaction %s (and may hold later ones): choose a backup taken before it%s",
+				what, f.TargetGTID, errSuffix(err)), true)
 		}
-	case b.Status.CompletedAt == nil || f.TargetTime.Before(b.Status.CompletedAt):
+	case b.CompletedAt == nil || f.TargetTime.Before(b.CompletedAt):
 		return waiting(s, mysqlv1beta1.ReasonTargetNotRecoverable, fmt.Sprintf(
-			"MySQLBackup %s completed at %s, after the target %s: choose a backup that completed before it", b.Name,
-			timeOrNone(b.Status.CompletedAt), f.TargetTime.UTC().Format(time.RFC3339)), true)
+			"%s completed at %s, after the target %s: choose a backup that completed before it", what,
+			timeOrNone(b.CompletedAt), f.TargetTime.UTC().Format(time.RFC3339)), true)
 	}
 	return nil
+}
+
+// backupText names the backup the cluster restores, as messages do.
+func backupText(c *mysqlv1beta1.MySQLCluster, name string) string {
+	if src := c.Spec.Bootstrap.FromBackup.Source; src != nil {
+		return fmt.Sprintf("stored backup %s of cluster %s", name, src.Cluster)
+	}
+	return "MySQLBackup " + name
 }
 
 // gtidHeld says whether the GTID set holds the transaction.
@@ -215,7 +222,7 @@ func (r *MySQLClusterReconciler) observeRestore(ctx context.Context, c *mysqlv1b
 		s.CompletedAt = &metav1.Time{Time: res.Restored.CompletedAt}
 		s.GTIDSet = res.Restored.GTIDSet
 		s.BinlogFiles = int32(res.Restored.BinlogFiles)
-		return restoreDone(s), nil
+		return restoreDone(c, s), nil
 	case err == nil && res.Reason != "":
 		return waiting(s, res.Reason, res.Message+retryHint(job), true), nil
 	case end.Reason == batchv1.JobReasonDeadlineExceeded:

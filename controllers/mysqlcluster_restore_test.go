@@ -179,7 +179,7 @@ func TestAFailedRestoreSaysWhyAndStartsNoInstance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := restoringCluster()
-			job := resources.RestoreJob(resources.RestoreRun{Cluster: c, Backup: completedBackup(mysqlv1beta1.BackupPhaseCompleted), OperatorImage: "op:1"})
+			job := resources.RestoreJob(resources.RestoreRun{Cluster: c, Backup: resources.SourceOfBackup(completedBackup(mysqlv1beta1.BackupPhaseCompleted)), OperatorImage: "op:1"})
 			job.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(c, mysqlv1beta1.GroupVersion.WithKind("MySQLCluster"))}
 			job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: tc.jobReason}}
 			r, rec := fakeReconciler(t, c, completedBackup(mysqlv1beta1.BackupPhaseCompleted), job, restorePod(job, tc.message))

@@ -107,7 +107,7 @@ func (r *MySQLClusterReconciler) scheduleVerify(ctx context.Context, st *state, 
 			Message: "the operator does not know its own image, which verification pods run (set DOLPHIN_OPERATOR_IMAGE)"}
 		return nil
 	}
-	job := resources.VerifyJob(resources.RestoreRun{Cluster: c, Backup: b, OperatorImage: r.OperatorImage, Images: r.Images}, d.due)
+	job := resources.VerifyJob(resources.RestoreRun{Cluster: c, Backup: resources.SourceOfBackup(b), OperatorImage: r.OperatorImage, Images: r.Images}, d.due)
 	if _, err := r.applier().Apply(ctx, c, job); err != nil {
 		return fmt.Errorf("while creating verification Job %s: %w", job.Name, err)
 	}

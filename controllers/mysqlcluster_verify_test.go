@@ -103,7 +103,7 @@ func TestAVerificationRestoresTheNewestBackupAndReportsWhatItFound(t *testing.T)
 func TestAFailedVerificationSaysWhy(t *testing.T) {
 	c := verifiedCluster()
 	b := dbBackup()
-	job := resources.VerifyJob(resources.RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"}, verifyNow.Add(-30*time.Second))
+	job := resources.VerifyJob(resources.RestoreRun{Cluster: c, Backup: resources.SourceOfBackup(b), OperatorImage: "op:1"}, verifyNow.Add(-30*time.Second))
 	job.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(c, mysqlv1beta1.GroupVersion.WithKind("MySQLCluster"))}
 	job.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded}}
 	corrupted := string(backup.EncodeRestored(backup.Restored{}, backup.Fail(mysqlv1beta1.ReasonBackupCorrupted,

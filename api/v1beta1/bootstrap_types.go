@@ -7,20 +7,29 @@ import (
 // BootstrapSpec says where a new cluster's data comes from. It is read only while the
 // cluster's instances are first created.
 type BootstrapSpec struct {
-	// FromBackup restores the first instance from a completed MySQLBackup before any
-	// instance starts; the others are then cloned from it.
+	// FromBackup restores the first instance from a completed backup before any instance
+	// starts; the others are then cloned from it.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="From backup"
 	FromBackup *BootstrapFromBackup `json:"fromBackup,omitempty"`
 }
 
-// BootstrapFromBackup names the backup a cluster is restored from.
+// BootstrapFromBackup names the backup a cluster is restored from: a MySQLBackup (name),
+// or a store holding a cluster's backups (source), exactly one of the two.
 type BootstrapFromBackup struct {
 	// Name of a MySQLBackup in the cluster's namespace. Its data is read from where its
 	// status says it is stored, and checked against its SHA-256 and GTID set.
-	// +kubebuilder:validation:MinLength=1
+	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup",xDescriptors={"urn:alm:descriptor:io.kubernetes:mysql.dolphin-operator.io:v1beta1:MySQLBackup"}
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
+	// Source restores from the backups a cluster stored in S3, without their MySQLBackup
+	// objects (another Kubernetes cluster's, or ones deleted since): the operator reads
+	// the manifests stored beside the backups' data and restores the one Source.Backup
+	// names, or else the newest that reaches the recovery target (the newest of all
+	// without a target). Its data is checked against its manifest's SHA-256 and GTID set.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Stored backups"
+	Source *BackupSource `json:"source,omitempty"`
 	// Timeout bounds the restore: a restore not done by then is Failed. Default 2h.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
@@ -40,9 +49,29 @@ type BootstrapFromBackup struct {
 	TargetGTID string `json:"targetGTID,omitempty"`
 }
 
+// BackupSource is where a cluster's backups are stored: under
+// [prefix/]<namespace>/<cluster>/base/ in the bucket, as Dolphin stores them.
+type BackupSource struct {
+	// Cluster is the name of the cluster the backups are of.
+	// +kubebuilder:validation:MinLength=1
+	Cluster string `json:"cluster"`
+	// Namespace the backups' cluster ran in. Default: this cluster's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// S3 is the bucket, as the backups' cluster wrote to it; its Secrets are read from
+	// this cluster's namespace.
+	S3 S3Target `json:"s3"`
+	// Backup is the stored backup to restore: its folder under base/
+	// (<created, UTC>-<MySQLBackup name>, e.g. 20261201T030000Z-orders-daily-20261201-0300).
+	// Default: chosen by the recovery target, as above.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+}
+
 // RestoreStatus reports the restore a cluster was bootstrapped with.
 type RestoreStatus struct {
-	// Backup is the MySQLBackup restored.
+	// Backup is the MySQLBackup restored, or with fromBackup.source the stored backup
+	// (its folder under base/).
 	// +optional
 	Backup string `json:"backup,omitempty"`
 	// Location is where its data was read from.

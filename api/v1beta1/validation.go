@@ -10,6 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -48,8 +49,14 @@ func validateBootstrap(c *MySQLCluster) field.ErrorList {
 		return field.ErrorList{field.Required(p.Child("fromBackup"), "the backup the cluster is restored from")}
 	}
 	var errs field.ErrorList
-	if b.FromBackup.Name == "" {
-		errs = append(errs, field.Required(p.Child("fromBackup", "name"), "the MySQLBackup the cluster is restored from"))
+	switch f := b.FromBackup; {
+	case f.Name == "" && f.Source == nil:
+		errs = append(errs, field.Required(p.Child("fromBackup", "name"),
+			"the MySQLBackup the cluster is restored from (or source, the store of a cluster's backups)"))
+	case f.Name != "" && f.Source != nil:
+		errs = append(errs, field.Forbidden(p.Child("fromBackup", "source"), "at most one of name and source"))
+	case f.Source != nil:
+		errs = append(errs, validateBackupSource(f.Source, p.Child("fromBackup", "source"))...)
 	}
 	if t := b.FromBackup.Timeout; t != nil && t.Duration <= 0 {
 		errs = append(errs, field.Invalid(p.Child("fromBackup", "timeout"), t.Duration.String(), "must be positive"))
@@ -64,6 +71,31 @@ func validateBootstrap(c *MySQLCluster) field.ErrorList {
 	}
 	return errs
 }
+
+// validateBackupSource checks where a restore finds a cluster's stored backups.
+func validateBackupSource(src *BackupSource, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if src.Cluster == "" {
+		errs = append(errs, field.Required(p.Child("cluster"), "the name of the cluster the backups are of"))
+	}
+	for _, f := range []struct{ name, value string }{{"cluster", src.Cluster}, {"namespace", src.Namespace}} {
+		if f.value == "" {
+			continue
+		}
+		for _, msg := range validation.IsDNS1123Label(f.value) {
+			errs = append(errs, field.Invalid(p.Child(f.name), f.value, msg))
+		}
+	}
+	if src.Backup != "" && !storedBackupName.MatchString(src.Backup) {
+		errs = append(errs, field.Invalid(p.Child("backup"), src.Backup,
+			"not a stored backup's folder: <created, UTC>-<MySQLBackup name>, e.g. 20261201T030000Z-orders-daily"))
+	}
+	target := BackupTarget{S3: &src.S3}
+	return append(errs, validateBackupTarget(&target, p)...)
+}
+
+// storedBackupName is a stored backup's folder under base/ (resources.BackupKey).
+var storedBackupName = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
 // oneGTID is one transaction's GTID: a server's UUID and a transaction number.
 var oneGTID = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:[1-9][0-9]*$`)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -292,6 +293,14 @@ func TestValidateBootstrap(t *testing.T) {
 			}
 		}
 	}
+	stored := func(change func(*BackupSource)) func(*MySQLCluster) {
+		return func(c *MySQLCluster) {
+			src := &BackupSource{Cluster: "orders", S3: S3Target{Bucket: "backups",
+				CredentialsSecret: corev1.LocalObjectReference{Name: "s3"}}}
+			change(src)
+			c.Spec.Bootstrap = &BootstrapSpec{FromBackup: &BootstrapFromBackup{Source: src}}
+		}
+	}
 	for name, tc := range map[string]struct {
 		c    *MySQLCluster
 		want map[string]string
@@ -302,6 +311,21 @@ func TestValidateBootstrap(t *testing.T) {
 		"no source":          {cluster(func(c *MySQLCluster) { c.Spec.Bootstrap = &BootstrapSpec{} }), map[string]string{"spec.bootstrap.fromBackup": "Required"}},
 		"no name":            {cluster(from("", 0)), map[string]string{"spec.bootstrap.fromBackup.name": "Required"}},
 		"a negative timeout": {cluster(from("nightly", -time.Second)), map[string]string{"spec.bootstrap.fromBackup.timeout": "positive"}},
+		"stored backups":     {cluster(stored(func(*BackupSource) {})), nil},
+		"a stored backup in another namespace": {cluster(stored(func(s *BackupSource) {
+			s.Namespace, s.Backup = "shop", "20261201T030000Z-orders-daily-20261201-0300"
+		})), nil},
+		"both a name and a source": {cluster(stored(func(*BackupSource) {}), func(c *MySQLCluster) {
+			c.Spec.Bootstrap.FromBackup.Name = "nightly"
+		}), map[string]string{"spec.bootstrap.fromBackup.source": "at most one"}},
+		"a source without its cluster": {cluster(stored(func(s *BackupSource) { s.Cluster = "" })),
+			map[string]string{"spec.bootstrap.fromBackup.source.cluster": "Required"}},
+		"a source with a bad namespace": {cluster(stored(func(s *BackupSource) { s.Namespace = "Shop_1" })),
+			map[string]string{"spec.bootstrap.fromBackup.source.namespace": "RFC 1123"}},
+		"a source without credentials": {cluster(stored(func(s *BackupSource) { s.S3.CredentialsSecret.Name = "" })),
+			map[string]string{"spec.bootstrap.fromBackup.source.s3.credentialsSecret.name": "Required"}},
+		"a stored backup that is a path": {cluster(stored(func(s *BackupSource) { s.Backup = "../other/base/x" })),
+			map[string]string{"spec.bootstrap.fromBackup.source.backup": "not a stored backup's folder"}},
 		"to a transaction": {cluster(from("nightly", 0), func(c *MySQLCluster) {
 			c.Spec.Bootstrap.FromBackup.TargetGTID = "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"
 		}), nil},

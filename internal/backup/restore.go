@@ -353,7 +353,7 @@ func (r Restore) finish(ctx context.Context, srv *server, db *sql.DB) (Restored,
 // backup's manifest records (a physical backup's; a logical one records none), and says
 // how many it checked.
 func (r Restore) checkTables(ctx context.Context, db *sql.DB) (int, error) {
-	m, ok, err := readManifest(ctx, r.Store, r.Key)
+	m, ok, err := ReadManifest(ctx, r.Store, r.Key)
 	if err != nil || !ok || m.Tables == nil {
 		return 0, err
 	}

@@ -92,9 +92,9 @@ func sameTables(got, want map[string]TableSum) error {
 	return fmt.Errorf("the restored tables are not the backup's: %s", strings.Join(diff, "; "))
 }
 
-// readManifest reads the manifest stored beside a backup's data; false when there is
+// ReadManifest reads the manifest stored beside the backup data at key; false when there is
 // none (a backup whose manifest was removed restores without the table check).
-func readManifest(ctx context.Context, st Reader, key string) (Manifest, bool, error) {
+func ReadManifest(ctx context.Context, st Reader, key string) (Manifest, bool, error) {
 	rc, err := st.Get(ctx, ManifestKey(key))
 	if objectstore.Reason(err) == mysqlv1beta1.ReasonBackupDataMissing {
 		return Manifest{}, false, nil

@@ -27,11 +27,42 @@ const (
 // RestoreRun is what a cluster's restore Job needs.
 type RestoreRun struct {
 	Cluster *mysqlv1beta1.MySQLCluster
-	// Backup is the completed MySQLBackup restored: its status says where its data is
-	// and what it is.
-	Backup        *mysqlv1beta1.MySQLBackup
+	// Backup is the completed backup restored: where its data is and what it is.
+	Backup        RestoreSource
 	OperatorImage string
 	Images        Images
+}
+
+// RestoreSource is a completed backup as a restore reads it: from a MySQLBackup's status
+// (SourceOfBackup) or from the manifest stored beside its data.
+type RestoreSource struct {
+	// Name is the MySQLBackup's, or the stored backup's folder under base/.
+	Name string
+	// Namespace and Cluster are those of the cluster the backup is of: its binary log
+	// archive (and its backup volume) are named after them.
+	Namespace, Cluster string
+	Target             *mysqlv1beta1.BackupTarget
+	// Key is where the data is under Target; Location its URL.
+	Key, Location string
+	Method        mysqlv1beta1.BackupMethod
+	SHA256        string
+	Size          int64
+	GTIDSet       string
+	CompletedAt   *metav1.Time
+}
+
+// SourceOfBackup is a completed MySQLBackup as a restore reads it.
+func SourceOfBackup(b *mysqlv1beta1.MySQLBackup) RestoreSource {
+	s := RestoreSource{Name: b.Name, Namespace: b.Namespace, Cluster: b.Spec.Cluster, Target: b.Status.Target,
+		Location: b.Status.Location, Method: b.Status.Method, SHA256: b.Status.SHA256, GTIDSet: b.Status.GTIDSet,
+		CompletedAt: b.Status.CompletedAt}
+	if b.Status.Target != nil {
+		s.Key = RestoreKey(b)
+	}
+	if b.Status.Size != nil {
+		s.Size = b.Status.Size.Value()
+	}
+	return s
 }
 
 // RestoreJobName names a cluster's restore Job.
@@ -81,10 +112,10 @@ func RestoreKey(b *mysqlv1beta1.MySQLBackup) string {
 func RestoreJob(r RestoreRun) *batchv1.Job {
 	c, b := r.Cluster, r.Backup
 	var recovery []string
-	if f := c.Spec.Bootstrap.FromBackup; Recovers(c) && b.Status.Target.S3 != nil {
+	if f := c.Spec.Bootstrap.FromBackup; Recovers(c) && b.Target.S3 != nil {
 		// The archive of the backup's cluster, beside the backup in the same store.
-		source := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Spec.Cluster}}
-		recovery = []string{"--binlog-prefix=" + BinlogPrefix(source, b.Status.Target.S3)}
+		source := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Cluster}}
+		recovery = []string{"--binlog-prefix=" + BinlogPrefix(source, b.Target.S3)}
 		if f.TargetGTID != "" {
 			recovery = append(recovery, "--target-gtid="+f.TargetGTID)
 		} else {
@@ -99,10 +130,10 @@ func RestoreJob(r RestoreRun) *batchv1.Job {
 // the component: run once, within its timeout.
 func restoreRunJob(r RestoreRun, name, component string, data corev1.VolumeSource, timeout time.Duration, extra []string) *batchv1.Job {
 	c, b := r.Cluster, r.Backup
-	target := b.Status.Target.DeepCopy()
+	target := b.Target.DeepCopy()
 	if target.PVC != nil && target.PVC.ClaimName == "" {
 		// The backup cluster's own backup volume.
-		target.PVC.ClaimName = BackupClaimName(&mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: b.Spec.Cluster}})
+		target.PVC.ClaimName = BackupClaimName(&mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: b.Cluster}})
 	}
 	labels := Labels(c, component)
 	volumes := []corev1.Volume{
@@ -115,12 +146,8 @@ func restoreRunJob(r RestoreRun, name, component string, data corev1.VolumeSourc
 		{Name: "work", MountPath: workDir}, {Name: "tmp", MountPath: "/tmp"}, {Name: "data", MountPath: DataDir}}
 	targetArgs, env, vols, vmounts := backupTargetArgs(target, c)
 	volumes, mounts = append(volumes, vols...), append(mounts, vmounts...)
-	size := int64(0)
-	if b.Status.Size != nil {
-		size = b.Status.Size.Value()
-	}
-	args := append([]string{toolsDir + "/manager", "restore", "--key=" + RestoreKey(b), "--method=" + string(b.Status.Method),
-		"--sha256=" + b.Status.SHA256, "--size=" + strconv.FormatInt(size, 10), "--gtid-set=" + b.Status.GTIDSet,
+	args := append([]string{toolsDir + "/manager", "restore", "--key=" + b.Key, "--method=" + string(b.Method),
+		"--sha256=" + b.SHA256, "--size=" + strconv.FormatInt(b.Size, 10), "--gtid-set=" + b.GTIDSet,
 		"--data=" + DataDir, "--work=" + workDir, "--timeout=" + timeout.String()}, targetArgs...)
 	args = append(args, extra...)
 	env = append(append([]corev1.EnvVar{secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword)},

@@ -26,7 +26,7 @@ func TestRestoreJob(t *testing.T) {
 		Status: mysqlv1beta1.MySQLBackupStatus{Phase: mysqlv1beta1.BackupPhaseCompleted, Method: mysqlv1beta1.BackupMethodLogical,
 			SHA256: "feed", GTIDSet: "u:1-3", Size: &size,
 			Target: &mysqlv1beta1.BackupTarget{PVC: &mysqlv1beta1.PVCTarget{}}}}
-	job := RestoreJob(RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"})
+	job := RestoreJob(RestoreRun{Cluster: c, Backup: SourceOfBackup(b), OperatorImage: "op:1"})
 	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 31*60 {
 		t.Errorf("a restore is run once, within its timeout and a minute: %+v", job.Spec)
 	}
@@ -84,19 +84,19 @@ func TestARecoveryJobReadsTheBackupClustersArchive(t *testing.T) {
 		Status: mysqlv1beta1.MySQLBackupStatus{Phase: mysqlv1beta1.BackupPhaseCompleted, Method: mysqlv1beta1.BackupMethodPhysical,
 			SHA256: "feed", GTIDSet: "u:1-3", Target: &mysqlv1beta1.BackupTarget{S3: &mysqlv1beta1.S3Target{Bucket: "b", Prefix: "/dr/",
 				CredentialsSecret: corev1.LocalObjectReference{Name: "s3"}}}}}
-	args := strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
+	args := strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: SourceOfBackup(b), OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
 	for _, want := range []string{"--target-time=2026-12-01T03:04:05Z", "--binlog-prefix=dr/prod/shop/binlog"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("command %q lacks %q", args, want)
 		}
 	}
 	c.Spec.Bootstrap.FromBackup.TargetTime, c.Spec.Bootstrap.FromBackup.TargetGTID = nil, "u:4"
-	args = strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
+	args = strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: SourceOfBackup(b), OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
 	if !strings.Contains(args, "--target-gtid=u:4") || strings.Contains(args, "--target-time") || !strings.Contains(args, "--binlog-prefix=dr/prod/shop/binlog") {
 		t.Errorf("a recovery to a transaction: %q", args)
 	}
 	c.Spec.Bootstrap.FromBackup.TargetGTID = ""
-	args = strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: b, OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
+	args = strings.Join(RestoreJob(RestoreRun{Cluster: c, Backup: SourceOfBackup(b), OperatorImage: "op:1"}).Spec.Template.Spec.Containers[0].Command, " ")
 	if strings.Contains(args, "--target-time") || strings.Contains(args, "--binlog-prefix") {
 		t.Errorf("a restore without a target replays no archive: %q", args)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"path"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,11 +84,31 @@ func recovery(ns, name, from string, target time.Time) *mysqlv1beta1.MySQLCluste
 	return c
 }
 
+// requireRecovered waits for the recovered cluster to be Ready and checks it holds
+// exactly the transactions and rows of its source at the target.
+func requireRecovered(t *testing.T, c *mysqlv1beta1.MySQLCluster, target time.Time, atTarget string) *mysqlv1beta1.RestoreStatus {
+	t.Helper()
+	recovered := readyCluster(t, c.Namespace, c.Name)
+	rs := recovered.Status.Restore
+	require.NotNil(t, rs)
+	require.True(t, rs.TargetTime.Time.Equal(target), "status.restore.targetTime %v", rs.TargetTime)
+	require.Positive(t, rs.BinlogFiles)
+	require.True(t, gtid.MustParse(atTarget).Equal(gtid.MustParse(rs.GTIDSet)), "restored %s, the source had %s at the target", rs.GTIDSet, atTarget)
+	rdb := dbOf(t, c.Namespace, recovered.Status.CurrentPrimary)
+	require.Equal(t, []string{"1", "2", "3", "4", "5", "6"}, column(t, rdb, "SELECT id FROM shop.orders ORDER BY id"),
+		"exactly the rows written before the target")
+	var executed string
+	require.NoError(t, rdb.QueryRowContext(context.Background(), "SELECT @@gtid_executed").Scan(&executed))
+	require.True(t, gtid.MustParse(atTarget).Equal(gtid.MustParse(executed)))
+	return rs
+}
+
 // TestTheOperatorArchivesThePrimarysBinaryLogs runs a cluster with spec.backup.binlogArchive
 // against the ground's S3 server: the operator's archiver pod stores every write, the
 // status reports the window a backup and the archive reach, an unreachable store turns
-// the condition False with the reason, a new cluster recovers to a point in time from
-// the backup and the archive, and removing the archive removes its pod.
+// the condition False with the reason, new clusters recover to a point in time from the
+// backup and the archive (one through the MySQLBackup, one in another namespace from the
+// store alone), and removing the archive removes its pod.
 func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -197,6 +219,31 @@ func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
 	})
 	pitr := recovery(ns, "arc-pitr", base.Name, pointInTime)
 	require.NoError(t, k8s.Create(ctx, pitr))
+	// The same recovery in another namespace from the store alone, as after the loss of
+	// the Kubernetes cluster that ran arc: no MySQLBackup there, the operator finds the
+	// backup by the manifests stored beside the data.
+	dr := namespace(t)
+	fromStore := recovery(dr, "arc-dr", "", pointInTime)
+	fromStore.Spec.Bootstrap.FromBackup.Source = &mysqlv1beta1.BackupSource{Cluster: c.Name, Namespace: ns,
+		S3: *s3Target(t, dr, "s3", s3.Endpoint, s3.AccessKeyID, s3.SecretAccessKey).S3}
+	require.NoError(t, k8s.Create(ctx, fromStore))
+	// One naming a stored backup that is not there waits, saying where it looked.
+	missing := recovery(dr, "arc-missing", "", pointInTime)
+	missing.Spec.Bootstrap.FromBackup.Source = fromStore.Spec.Bootstrap.FromBackup.Source.DeepCopy()
+	missing.Spec.Bootstrap.FromBackup.Source.Backup = "20000101T000000Z-none"
+	require.NoError(t, k8s.Create(ctx, missing))
+	waitFor(t, time.Minute, "the restore of arc-missing to report the backup missing", func() error {
+		got := &mysqlv1beta1.MySQLCluster{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(missing), got); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionRestored)
+		if cond == nil || cond.Reason != mysqlv1beta1.ReasonBackupNotFound ||
+			!strings.Contains(cond.Message, "no complete backup 20000101T000000Z-none under s3://") {
+			return fmt.Errorf("Restored %+v", cond)
+		}
+		return nil
+	})
 	for _, tc := range []struct {
 		at   time.Time
 		says string
@@ -208,18 +255,10 @@ func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
 		require.ErrorContains(t, err, "spec.bootstrap.fromBackup.targetTime", "the webhook refuses a target out of reach")
 		require.ErrorContains(t, err, tc.says)
 	}
-	recovered := readyCluster(t, ns, pitr.Name)
-	rs := recovered.Status.Restore
-	require.NotNil(t, rs)
-	require.True(t, rs.TargetTime.Time.Equal(pointInTime), "status.restore.targetTime %v", rs.TargetTime)
-	require.Positive(t, rs.BinlogFiles)
-	require.True(t, gtid.MustParse(atTarget).Equal(gtid.MustParse(rs.GTIDSet)), "restored %s, the source had %s at the target", rs.GTIDSet, atTarget)
-	rdb := dbOf(t, ns, recovered.Status.CurrentPrimary)
-	require.Equal(t, []string{"1", "2", "3", "4", "5", "6"}, column(t, rdb, "SELECT id FROM shop.orders ORDER BY id"),
-		"exactly the rows written before the target")
-	var executed string
-	require.NoError(t, rdb.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&executed))
-	require.True(t, gtid.MustParse(atTarget).Equal(gtid.MustParse(executed)))
+	requireRecovered(t, pitr, pointInTime, atTarget)
+	rs := requireRecovered(t, fromStore, pointInTime, atTarget)
+	require.Equal(t, path.Base(path.Dir(resources.RestoreKey(base))), rs.Backup, "the stored backup restored is base's")
+	require.Equal(t, base.Status.Location, rs.Location)
 
 	// The store gone: the operator cannot read the index and says why; back, it recovers.
 	s3.Stop()

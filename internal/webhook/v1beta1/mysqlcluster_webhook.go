@@ -67,8 +67,12 @@ const windowReadTimeout = 3 * time.Second
 // time) it leaves to the restore, which checks the archive itself, with a warning.
 func (v *MySQLClusterValidator) recoveryWindow(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, *field.Error) {
 	b := c.Spec.Bootstrap
-	if v.Reader == nil || b == nil || b.FromBackup == nil || b.FromBackup.TargetTime == nil || b.FromBackup.Name == "" {
+	if v.Reader == nil || b == nil || b.FromBackup == nil || b.FromBackup.TargetTime == nil {
 		return nil, nil
+	}
+	if b.FromBackup.Name == "" {
+		// Stored backups: the window is in the store, which the restore reads.
+		return admission.Warnings{"the recovery target is checked when the restore runs, against the stored backups and binary log archive"}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, windowReadTimeout)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -62,11 +63,16 @@ func TestARecoveryTargetOutsideTheWindowIsRefusedWithTheWindow(t *testing.T) {
 		{name: "after the window", backup: "nightly", target: at(6, 0),
 			refused: "outside the window MySQLCluster shop can recover to: 2026-12-02T01:00:00Z to 2026-12-02T05:00:00Z"},
 		{name: "no such backup yet", backup: "later", target: at(6, 0), warned: "checked when the restore runs"},
+		{name: "stored backups", target: at(6, 0), warned: "checked when the restore runs, against the stored backups"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
 			c.Spec.Instances = new(int32(1))
 			c.Spec.Bootstrap = &mysqlv1beta1.BootstrapSpec{FromBackup: &mysqlv1beta1.BootstrapFromBackup{Name: tc.backup, TargetTime: tc.target}}
+			if tc.backup == "" {
+				c.Spec.Bootstrap.FromBackup.Source = &mysqlv1beta1.BackupSource{Cluster: "shop", S3: mysqlv1beta1.S3Target{Bucket: "b",
+					CredentialsSecret: corev1.LocalObjectReference{Name: "s3"}}}
+			}
 			c.Default()
 			warnings, err := v.ValidateCreate(t.Context(), c)
 			switch {
