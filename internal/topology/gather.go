@@ -131,7 +131,6 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 	primary := cl.recordedPrimary()
 	in := Input{Primary: primary, Desired: c.Spec.Primary, Instances: make([]Instance, len(cl.names)),
 		FailoverEnabled: c.Spec.Replication.Failover.Enabled == nil || *c.Spec.Replication.Failover.Enabled,
-		DetectionDelay:  5 * time.Second,
 		SemiSync:        semiSync(c),
 		AckCount:        ackCount(cl),
 		Reclone:         recloneAllowed(c),
@@ -139,9 +138,7 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 	if cl.failedPrimary != "" && losslessSemiSync(c) {
 		in.Reclone[cl.failedPrimary] = true
 	}
-	if d := c.Spec.Replication.Failover.DetectionDelay; d != nil {
-		in.DetectionDelay = d.Duration
-	}
+	in.DetectionDelay = detectionDelay(c)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	read := func(k int) {
@@ -194,6 +191,17 @@ func podState(pod *corev1.Pod, now time.Time) (evicting, stopped bool) {
 	return evicting, true
 }
 
+// DefaultDetectionDelay is how long a primary must be unreachable before a failover
+// when spec.replication.failover.detectionDelay is not set.
+const DefaultDetectionDelay = 5 * time.Second
+
+func detectionDelay(c *mysqlv1beta1.MySQLCluster) time.Duration {
+	if d := c.Spec.Replication.Failover.DetectionDelay; d != nil {
+		return d.Duration
+	}
+	return DefaultDetectionDelay
+}
+
 // read reads one instance's state within StatusTimeout. An instance that fails is
 // unreachable since the start of the first read that failed: one that hangs has stopped
 // answering by then at the latest, so the detection delay runs from there.
@@ -203,11 +211,14 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	start := m.now()
 	timeout := StatusTimeout
 	m.mu.Lock()
-	_, down := m.down[downKey]
+	since, down := m.down[downKey]
 	m.mu.Unlock()
-	if down {
+	if down && (name != cl.recordedPrimary() || start.Sub(since) >= detectionDelay(cl.obj)) {
 		// Known down: a recovered mysqld answers well within this, a hung one never does,
-		// and the passes of a failover should not each wait out StatusTimeout on it.
+		// and the passes of a failover should not each wait out StatusTimeout on it. The
+		// primary keeps the whole StatusTimeout while its detection delay runs: one slowed
+		// by a busy node (a fresh TLS session and the queries took a second) that missed a
+		// read must get the time to answer, not be failed over for answering slowly.
 		timeout = DownStatusTimeout
 	}
 	var conn mysql.Instance

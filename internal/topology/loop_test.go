@@ -68,6 +68,40 @@ func TestAHungPrimaryCountsFromTheFirstReadThatWentUnanswered(t *testing.T) {
 	require.Equal(t, mysql.FaultRefused, in.Instances[0].Fault)
 }
 
+// A primary slowed down (a busy node: a fresh TLS session and the status queries took a
+// second) that missed one read is not failed over for being slower than
+// DownStatusTimeout: while its detection delay runs it gets the whole StatusTimeout.
+func TestASlowPrimaryThatMissedOneReadIsNotFailedOver(t *testing.T) {
+	w := newWorld(t)
+	clk := &clock{t: time.Unix(1000, 0)}
+	w.m.Now = clk.now
+	delay := 2*StatusTimeout + PollInterval
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: delay}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+
+	missed := false
+	w.instances["db-0"].hang = func(ctx context.Context) error {
+		deadline, _ := ctx.Deadline()
+		if !missed || time.Until(deadline) < time.Second {
+			missed = true
+			clk.add(time.Until(deadline).Round(100 * time.Millisecond)) // waits it out
+			return context.DeadlineExceeded
+		}
+		clk.add(time.Second)
+		return nil // answers after a second
+	}
+	d := w.pass(t)
+	require.Equal(t, mysqlv1beta1.ReasonPrimaryUnavailable, d.Reason, d.Message)
+	for range 3 {
+		clk.add(PollInterval)
+		d = w.pass(t)
+		require.True(t, d.Healthy, "%s: %s", d.Reason, d.Message)
+	}
+	require.Empty(t, w.logged(), "nothing was done to a primary that answers")
+}
+
 func mustLoad(t *testing.T, w *world) *cluster {
 	t.Helper()
 	cl, err := w.m.load(context.Background(), w.c)

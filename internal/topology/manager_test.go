@@ -60,7 +60,9 @@ func (f *fakeInstance) Ping(ctx context.Context) error {
 
 func (f *fakeInstance) Status(ctx context.Context) (*mysql.Status, error) {
 	if f.hang != nil {
-		return nil, f.hang(ctx)
+		if err := f.hang(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if f.down {
 		return nil, fmt.Errorf("dial: %w", syscall.ECONNREFUSED)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -282,9 +283,11 @@ func requireUnchanged(t *testing.T, g *ground.Ground, k8s client.Client, before 
 	t.Helper()
 	ctx := context.Background()
 	after := snapshot(t, k8s, before.ns, before.name)
-	require.Equal(t, before.pods, after.pods, "the upgrade recreated no pod")
+	// Should a pod or the primary have changed, the cluster's Events say what the operator did.
+	why := clusterEvents(t, k8s, before.ns, before.name)
+	require.Equal(t, before.pods, after.pods, "the upgrade recreated no pod; events:\n%s", why)
 	require.Equal(t, before.revision, after.revision, "the upgrade changed no pod template")
-	require.Equal(t, before.primary, after.primary, "the upgrade moved no primary")
+	require.Equal(t, before.primary, after.primary, "the upgrade moved no primary; events:\n%s", why)
 	for pod := range before.pods {
 		d := rootDB(t, g, before.ns, before.name, pod)
 		var variable string
@@ -292,6 +295,24 @@ func requireUnchanged(t *testing.T, g *ground.Ground, k8s client.Client, before 
 		require.NoError(t, d.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&variable, &uptime))
 		require.Greater(t, time.Duration(uptime)*time.Second, upgrade, "mysqld of %s ran through the upgrade", pod)
 	}
+}
+
+// clusterEvents lists the Events about the cluster and its pods, oldest first.
+func clusterEvents(t *testing.T, k8s client.Client, ns, name string) string {
+	t.Helper()
+	events := &eventsv1.EventList{}
+	if err := k8s.List(context.Background(), events, client.InNamespace(ns)); err != nil {
+		return "(events not read: " + err.Error() + ")"
+	}
+	slices.SortFunc(events.Items, func(a, b eventsv1.Event) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	var out strings.Builder
+	for _, e := range events.Items {
+		if strings.HasPrefix(e.Regarding.Name, name) {
+			fmt.Fprintf(&out, "%s %s/%s %s %s: %s\n", e.CreationTimestamp.UTC().Format(time.RFC3339), e.Regarding.Kind,
+				e.Regarding.Name, e.Type, e.Reason, e.Note)
+		}
+	}
+	return out.String()
 }
 
 // rootDB is a root connection to a pod's mysqld, closed when the test ends.
