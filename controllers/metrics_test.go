@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/metrics"
 )
 
 func TestBackupMetricsFollowTheNewestBackups(t *testing.T) {
@@ -23,18 +24,18 @@ func TestBackupMetricsFollowTheNewestBackups(t *testing.T) {
 	failed := ended("b3", mysqlv1beta1.BackupPhaseFailed, "2026-12-02T03:00:00Z")
 	recordBackupMetrics(c, []mysqlv1beta1.MySQLBackup{older, done, failed})
 
-	require.Equal(t, float64(at("2026-12-02T02:00:00Z").Unix()), testutil.ToFloat64(backupLastSuccess.With(l)))
-	require.Equal(t, float64(at("2026-12-02T03:00:00Z").Unix()), testutil.ToFloat64(backupLastFailure.With(l)))
-	require.Equal(t, 50.0, testutil.ToFloat64(backupDuration.With(l)))
-	require.Equal(t, 4096.0, testutil.ToFloat64(backupSize.With(l)))
+	require.Equal(t, float64(at("2026-12-02T02:00:00Z").Unix()), testutil.ToFloat64(metrics.BackupLastSuccess.With(l)))
+	require.Equal(t, float64(at("2026-12-02T03:00:00Z").Unix()), testutil.ToFloat64(metrics.BackupLastFailure.With(l)))
+	require.Equal(t, 50.0, testutil.ToFloat64(metrics.BackupDuration.With(l)))
+	require.Equal(t, 4096.0, testutil.ToFloat64(metrics.BackupSize.With(l)))
 
 	// Only a failure left: no success series; the cluster gone: no series at all.
 	recordBackupMetrics(c, []mysqlv1beta1.MySQLBackup{failed})
-	require.Equal(t, 0, testutil.CollectAndCount(backupLastSuccess))
-	require.Equal(t, 0, testutil.CollectAndCount(backupSize))
-	require.Equal(t, 1, testutil.CollectAndCount(backupLastFailure))
-	forgetBackupMetrics(c)
-	for _, m := range backupMetrics {
+	require.Equal(t, 0, testutil.CollectAndCount(metrics.BackupLastSuccess))
+	require.Equal(t, 0, testutil.CollectAndCount(metrics.BackupSize))
+	require.Equal(t, 1, testutil.CollectAndCount(metrics.BackupLastFailure))
+	metrics.ForgetCluster(c)
+	for _, m := range metrics.BackupMetrics {
 		require.Equal(t, 0, testutil.CollectAndCount(m))
 	}
 }

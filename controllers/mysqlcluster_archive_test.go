@@ -14,6 +14,7 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/binlog"
+	"github.com/dolphin-operator/dolphin/internal/metrics"
 )
 
 const archiveUUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
@@ -108,11 +109,11 @@ func TestTheArchiveMetricIsTheLastCompleteRoundAndSurvivesAFailedRead(t *testing
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "metered"}}
 	l := prometheus.Labels{"namespace": "ns", "cluster": "metered"}
 	recordArchiveMetrics(c, observed(archivedIndex(archiveT0), archiveT0, nil))
-	require.Equal(t, float64(archiveT0.Unix()), testutil.ToFloat64(archiveLastSuccess.With(l)))
+	require.Equal(t, float64(archiveT0.Unix()), testutil.ToFloat64(metrics.ArchiveLastSuccess.With(l)))
 	recordArchiveMetrics(c, observed(binlog.Index{}, archiveT0.Add(time.Hour), context.DeadlineExceeded))
-	require.Equal(t, float64(archiveT0.Unix()), testutil.ToFloat64(archiveLastSuccess.With(l)))
+	require.Equal(t, float64(archiveT0.Unix()), testutil.ToFloat64(metrics.ArchiveLastSuccess.With(l)))
 	recordArchiveMetrics(c, nil)
-	require.Equal(t, 0, testutil.CollectAndCount(archiveLastSuccess, "dolphin_binlog_archive_last_success_timestamp_seconds"))
+	require.Equal(t, 0, testutil.CollectAndCount(metrics.ArchiveLastSuccess, "dolphin_binlog_archive_last_success_timestamp_seconds"))
 }
 
 func TestTheArchiveKeepsFromTheOldestBackupRetentionKeeps(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/metrics"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -56,9 +57,7 @@ func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.M
 	if err := r.Patch(ctx, c, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("while removing the finalizer: %w", err))
 	}
-	forgetBackupMetrics(c)
-	recordArchiveMetrics(c, nil)
-	recordVerifyMetrics(c, nil)
+	metrics.ForgetCluster(c) // after the topology loop stopped: no pass sets them again
 	r.archives.forget(c.UID)
 	log.Info("Released MySQLCluster for deletion", "deletionPolicy", c.Spec.DeletionPolicy)
 	return ctrl.Result{}, nil

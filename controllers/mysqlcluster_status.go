@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/metrics"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -30,6 +31,7 @@ func validate(c *mysqlv1beta1.MySQLCluster) error {
 // it differs from the stored one. This reconciler is the only writer of the conditions.
 func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error) error {
 	status := computeStatus(observed, st, stepErr)
+	metrics.SetClusterStatus(observed, &status)
 	if equality.Semantic.DeepEqual(observed.Status, status) {
 		return nil
 	}

@@ -192,6 +192,10 @@ const (
 	PhaseDeleting     ClusterPhase = "Deleting"
 )
 
+// ClusterPhases are every phase, in the order of the enum above.
+var ClusterPhases = []ClusterPhase{PhasePending, PhaseProvisioning, PhaseReady, PhaseUpdating, PhaseDegraded,
+	PhaseFailed, PhasePaused, PhaseDeleting}
+
 // BackupPhase is where a MySQLBackup is in its life.
 // +kubebuilder:validation:Enum=Pending;Running;Completed;Failed
 type BackupPhase string

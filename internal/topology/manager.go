@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/metrics"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
@@ -97,6 +98,7 @@ type Manager struct {
 // primary to watch until then (none while anything is being changed).
 func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Report, time.Duration, probe) {
 	log := logf.FromContext(ctx)
+	defer func(start time.Time) { metrics.TopologyPassDuration.Observe(time.Since(start).Seconds()) }(time.Now())
 	cl, err := m.load(ctx, c)
 	if err != nil {
 		r := Report{Managed: true, Reason: mysqlv1beta1.ReasonTopologyFailed, Message: err.Error()}
@@ -112,6 +114,7 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 	in := m.gather(ctx, cl)
 	d := Decide(in)
 	r := report(d)
+	recordMetrics(c, in, r, d)
 	if len(d.Actions) > 0 || d.State != StateHealthy {
 		log.Info("Topology", "state", d.State, "reason", d.Reason, "message", d.Message, "actions", describe(d.Actions))
 	}
@@ -336,6 +339,7 @@ func (m *Manager) label(ctx context.Context, cl *cluster, roles map[string]resou
 
 // announce emits an event when the primary changes or the state turns bad.
 func (m *Manager) announce(c *mysqlv1beta1.MySQLCluster, in Input, d Decision) {
+	countPrimaryChanges(c, in, d)
 	if m.Recorder == nil {
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/metrics"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/pki"
 	"github.com/dolphin-operator/dolphin/internal/resources"
@@ -290,7 +293,16 @@ func TestManagerFailoverFreezesThenPromotesAndRemembersTheFailedPrimary(t *testi
 	w.pass(t)
 	w.replicate("db-0", u1+":1-5")
 	w.instances["db-2"].status.Replica.ReceivedGTIDSet = u1 + ":1-7"
+	w.instances["db-0"].status.GTIDExecuted = u1 + ":1-7"
 	w.pass(t)
+	one := func(name string) prometheus.Labels {
+		return prometheus.Labels{metrics.LabelNamespace: "ns", metrics.LabelCluster: "db", metrics.LabelInstance: name}
+	}
+	require.Equal(t, 1.0, testutil.ToFloat64(metrics.InstancePrimary.With(one("db-0"))))
+	require.Equal(t, 2.0, testutil.ToFloat64(metrics.ReplicationLag.With(one("db-1"))), "db-1 lacks 6-7")
+	failovers := metrics.PrimaryChanges.With(prometheus.Labels{metrics.LabelNamespace: "ns", metrics.LabelCluster: "db",
+		metrics.LabelKind: metrics.KindFailover})
+	before := testutil.ToFloat64(failovers)
 	w.instances["db-0"].down = true
 
 	w.pass(t)
@@ -302,6 +314,8 @@ func TestManagerFailoverFreezesThenPromotesAndRemembersTheFailedPrimary(t *testi
 	w.pass(t)
 	require.Equal(t, []string{"db-2 WaitForGTID " + u1 + ":1-7", "db-2 ConfigurePrimary"}, w.log)
 	require.Equal(t, "db-2", w.holder(t))
+	require.Equal(t, before+1, testutil.ToFloat64(failovers), "one failover counted")
+	require.Equal(t, 0.0, testutil.ToFloat64(metrics.InstanceUp.With(one("db-0"))))
 	l := &coordinationv1.Lease{}
 	require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db-primary"}, l))
 	require.Equal(t, "db-0", l.Annotations[annotationFailedPrimary])
@@ -336,11 +350,14 @@ func TestManagerRefusesAFailoverItCannotProveLossless(t *testing.T) {
 		require.Empty(t, w.logged(), "a blocked failover changes nothing")
 	}
 	require.Equal(t, "db-0", w.holder(t))
+	blocked := metrics.FailoverBlocked.With(prometheus.Labels{metrics.LabelNamespace: "ns", metrics.LabelCluster: "db"})
+	require.Equal(t, 1.0, testutil.ToFloat64(blocked))
 	require.Len(t, rec.Events, 1, "one Event for the episode, not one a pass")
 	require.Contains(t, <-rec.Events, "FailoverBlocked")
 	w.instances["db-1"].down = false
 	d := w.pass(t)
 	require.Equal(t, mysqlv1beta1.ReasonFailover, d.Reason, "with db-1 back, the failover goes on: %s", d.Message)
+	require.Equal(t, 0.0, testutil.ToFloat64(blocked))
 }
 
 // An API error other than NotFound while loading the cluster's objects (RBAC taken away, an

@@ -1,0 +1,223 @@
+// Package metrics holds every metric of Dolphin's own (prefixed dolphin_), registered on
+// controller-runtime's registry, so that they are served on the operator's metrics
+// endpoint beside controller-runtime's. Labels are bounded: namespace, cluster, instance
+// and small fixed sets (phase, kind); never a UID or an error's text. A cluster's series
+// go with it (ForgetCluster). docs/metrics.md lists them; a test keeps the two equal.
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// Label names.
+const (
+	LabelNamespace = "namespace"
+	LabelCluster   = "cluster"
+	LabelInstance  = "instance"
+	LabelPhase     = "phase"
+	LabelKind      = "kind"
+)
+
+// Kinds of primary change (LabelKind of PrimaryChanges).
+const (
+	KindFailover   = "failover"
+	KindSwitchover = "switchover"
+)
+
+var (
+	clusterLabels  = []string{LabelNamespace, LabelCluster}
+	instanceLabels = []string{LabelNamespace, LabelCluster, LabelInstance}
+)
+
+func clusterGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, clusterLabels)
+}
+
+func instanceGauge(name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, instanceLabels)
+}
+
+// Cluster metrics, from the status each pass of the cluster reconciler computes.
+var (
+	ClusterPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dolphin_cluster_phase",
+		Help: "1 for the cluster's phase (status.phase), 0 for every other phase."},
+		[]string{LabelNamespace, LabelCluster, LabelPhase})
+	ClusterInstances = clusterGauge("dolphin_cluster_instances",
+		"How many instances the cluster's StatefulSet runs.")
+	ClusterReadyInstances = clusterGauge("dolphin_cluster_ready_instances",
+		"How many of the cluster's instances are ready.")
+)
+
+// Topology metrics, from each topology pass.
+var (
+	FailoverBlocked = clusterGauge("dolphin_cluster_failover_blocked",
+		"1 while the cluster's primary is lost and a failover is refused (too few replicas reached to prove no acknowledged write is lost).")
+	PrimaryChanges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dolphin_cluster_primary_changes_total",
+		Help: "Primary changes the operator carried out, by kind (failover, switchover), since it started."},
+		[]string{LabelNamespace, LabelCluster, LabelKind})
+	InstanceUp = instanceGauge("dolphin_instance_up",
+		"1 when the operator could read the instance's state on its last topology pass, else 0.")
+	InstancePrimary = instanceGauge("dolphin_instance_primary",
+		"1 for the cluster's current primary, 0 for its other instances.")
+	ReplicationIORunning = instanceGauge("dolphin_instance_replication_io_running",
+		"1 when the replica's receiver thread runs, else 0 (replicas only).")
+	ReplicationSQLRunning = instanceGauge("dolphin_instance_replication_sql_running",
+		"1 when the replica's applier thread runs, else 0 (replicas only).")
+	ReplicationLag = instanceGauge("dolphin_instance_replication_lag_transactions",
+		"Transactions the primary executed that the replica has not (replicas only).")
+	ErrantTransactions = instanceGauge("dolphin_instance_errant_transactions",
+		"Transactions the replica executed that the primary never did (replicas only).")
+	SemiSyncOn = instanceGauge("dolphin_instance_semisync_on",
+		"1 when semi-sync is on: the primary's source side, a replica's replica side.")
+	TopologyPassDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dolphin_topology_pass_duration_seconds",
+		Help:    "How long one topology pass (gather, decide, act) took, over every cluster.",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}})
+)
+
+// Backup metrics, from the cluster's MySQLBackups and its archive and verification.
+var (
+	BackupLastSuccess = clusterGauge("dolphin_backup_last_success_timestamp_seconds",
+		"When the cluster's newest completed backup completed (Unix time).")
+	BackupLastFailure = clusterGauge("dolphin_backup_last_failure_timestamp_seconds",
+		"When the cluster's newest failed backup failed (Unix time).")
+	BackupDuration = clusterGauge("dolphin_backup_duration_seconds",
+		"How long the cluster's newest completed backup took, start to completion.")
+	BackupSize = clusterGauge("dolphin_backup_size_bytes",
+		"The stored size of the cluster's newest completed backup.")
+	// ArchiveLastSuccess is kept through a failed read of the index: the archiver's last
+	// complete round is no newer for it.
+	ArchiveLastSuccess = clusterGauge("dolphin_binlog_archive_last_success_timestamp_seconds",
+		"When the cluster's binary log archiver last found every closed file of the primary stored (Unix time).")
+	VerifyLastSuccess = clusterGauge("dolphin_backup_last_verified_timestamp_seconds",
+		"When a restore verification of the cluster's newest backup last succeeded (Unix time).")
+)
+
+// BackupMetrics are the gauges set from the cluster's MySQLBackups.
+var BackupMetrics = []*prometheus.GaugeVec{BackupLastSuccess, BackupLastFailure, BackupDuration, BackupSize}
+
+// vectors are every per-cluster vector, for ForgetCluster.
+var vectors = []interface {
+	DeletePartialMatch(prometheus.Labels) int
+}{ClusterPhase, ClusterInstances, ClusterReadyInstances, FailoverBlocked, PrimaryChanges,
+	InstanceUp, InstancePrimary, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
+	ErrantTransactions, SemiSyncOn, BackupLastSuccess, BackupLastFailure, BackupDuration, BackupSize,
+	ArchiveLastSuccess, VerifyLastSuccess}
+
+// Collectors are every metric of this package (registered on controller-runtime's registry).
+var Collectors = []prometheus.Collector{ClusterPhase, ClusterInstances, ClusterReadyInstances, FailoverBlocked,
+	PrimaryChanges, InstanceUp, InstancePrimary, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
+	ErrantTransactions, SemiSyncOn, TopologyPassDuration, BackupLastSuccess, BackupLastFailure, BackupDuration,
+	BackupSize, ArchiveLastSuccess, VerifyLastSuccess}
+
+func init() {
+	metrics.Registry.MustRegister(Collectors...)
+}
+
+// Cluster is the labels of a cluster's series.
+func Cluster(c *mysqlv1beta1.MySQLCluster) prometheus.Labels {
+	return prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name}
+}
+
+// ForgetCluster removes every series of the cluster (it is deleted).
+func ForgetCluster(c *mysqlv1beta1.MySQLCluster) {
+	for _, v := range vectors {
+		v.DeletePartialMatch(Cluster(c))
+	}
+	seenMu.Lock()
+	delete(seen, c.Namespace+"/"+c.Name)
+	seenMu.Unlock()
+}
+
+// SetClusterStatus sets the cluster's phase and instance counts from its status.
+func SetClusterStatus(c *mysqlv1beta1.MySQLCluster, s *mysqlv1beta1.MySQLClusterStatus) {
+	l := Cluster(c)
+	for _, p := range mysqlv1beta1.ClusterPhases {
+		v := 0.0
+		if s.Phase == p {
+			v = 1
+		}
+		ClusterPhase.With(prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelPhase: string(p)}).Set(v)
+	}
+	ClusterInstances.With(l).Set(float64(s.Instances))
+	ClusterReadyInstances.With(l).Set(float64(s.ReadyInstances))
+}
+
+// Instance is what one topology pass saw of one instance.
+type Instance struct {
+	Name     string
+	Up       bool
+	Primary  bool
+	Replica  bool // it has a replication channel
+	SemiSync bool
+	// IORunning, SQLRunning, Lag and Errant are a replica's (Replica true).
+	IORunning, SQLRunning bool
+	Lag, Errant           int64
+}
+
+// SetTopology sets the cluster's topology series from one pass: the instances it read
+// and whether a failover is blocked. A replica's series are removed while it cannot be
+// read or is no replica, and every series of an instance no longer read goes.
+func SetTopology(c *mysqlv1beta1.MySQLCluster, instances []Instance, failoverBlocked bool) {
+	key := c.Namespace + "/" + c.Name
+	now := map[string]bool{}
+	for _, i := range instances {
+		now[i.Name] = true
+		l := prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelInstance: i.Name}
+		InstanceUp.With(l).Set(bit(i.Up))
+		InstancePrimary.With(l).Set(bit(i.Primary))
+		if i.Up {
+			SemiSyncOn.With(l).Set(bit(i.SemiSync))
+		} else {
+			SemiSyncOn.Delete(l)
+		}
+		replica := map[*prometheus.GaugeVec]float64{ReplicationIORunning: bit(i.IORunning),
+			ReplicationSQLRunning: bit(i.SQLRunning), ReplicationLag: float64(i.Lag), ErrantTransactions: float64(i.Errant)}
+		for v, value := range replica {
+			if i.Up && i.Replica {
+				v.With(l).Set(value)
+			} else {
+				v.Delete(l)
+			}
+		}
+	}
+	seenMu.Lock()
+	for name := range seen[key] {
+		if !now[name] {
+			forgetInstance(c, name)
+		}
+	}
+	seen[key] = now
+	seenMu.Unlock()
+	FailoverBlocked.With(Cluster(c)).Set(bit(failoverBlocked))
+}
+
+// seen is the instances each cluster's last topology pass set series for.
+var (
+	seenMu sync.Mutex
+	seen   = map[string]map[string]bool{}
+)
+
+func forgetInstance(c *mysqlv1beta1.MySQLCluster, name string) {
+	l := prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelInstance: name}
+	for _, v := range []*prometheus.GaugeVec{InstanceUp, InstancePrimary, ReplicationIORunning,
+		ReplicationSQLRunning, ReplicationLag, ErrantTransactions, SemiSyncOn} {
+		v.Delete(l)
+	}
+}
+
+// CountPrimaryChange counts one primary change of the kind.
+func CountPrimaryChange(c *mysqlv1beta1.MySQLCluster, kind string) {
+	PrimaryChanges.With(prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelKind: kind}).Inc()
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
