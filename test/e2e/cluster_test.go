@@ -69,8 +69,9 @@ func readyPair(t *testing.T, ns, name string) (*mysqlv1beta1.MySQLCluster, strin
 	return c, waitPrimary(t, ns, name, name+"-0").Status.CurrentPrimary
 }
 
-// TestAThreeInstanceClusterBecomesReady brings a cluster up, checks what it runs, kills a
-// replica's mysqld, and deletes it under DeletionPolicy Retain.
+// TestAThreeInstanceClusterBecomesReady brings a cluster up, checks what it runs and what
+// the operator's metrics say of it, kills a replica's mysqld, and deletes it under
+// DeletionPolicy Retain (its series go with it).
 func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	ns := namespace(t)
 	require.NoError(t, k8s.Create(context.Background(), newCluster(ns, "db", mysqlv1beta1.DeletionPolicyDelete)))
@@ -90,8 +91,11 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 		requireRealPod(t, c, pod)
 	}
 	require.Len(t, nodes, 3, "the operator's anti-affinity spreads the instances over the nodes")
+	metrics := newScraper(t)
+	requireClusterMetrics(t, metrics, ns, c.Name)
 	requireKilledMysqldRejoins(t, c, "db-2")
 	requireRetainedOnDeletion(t, c)
+	requireNoClusterSeries(t, metrics, ns, c.Name)
 }
 
 // requireDeletionRemovesEverything deletes a cluster whose policy is Delete and waits for
