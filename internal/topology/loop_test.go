@@ -38,14 +38,7 @@ func (c *clock) add(d time.Duration) {
 // pass after the one that saw it hang already fails over with a detection delay of two
 // read timeouts and a poll.
 func TestAHungPrimaryCountsFromTheFirstReadThatWentUnanswered(t *testing.T) {
-	w := newWorld(t)
-	clk := &clock{t: time.Unix(1000, 0)}
-	w.m.Now = clk.now
-	delay := 2*StatusTimeout + PollInterval
-	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: delay}
-	w.pass(t)
-	w.replicate("db-0", u1+":1-5")
-	w.pass(t)
+	w, clk := clockedWorld(t)
 
 	w.instances["db-0"].hang = func(context.Context) error {
 		clk.add(StatusTimeout) // the read waits out its deadline
@@ -72,14 +65,7 @@ func TestAHungPrimaryCountsFromTheFirstReadThatWentUnanswered(t *testing.T) {
 // second) that missed one read is not failed over for being slower than
 // DownStatusTimeout: while its detection delay runs it gets the whole StatusTimeout.
 func TestASlowPrimaryThatMissedOneReadIsNotFailedOver(t *testing.T) {
-	w := newWorld(t)
-	clk := &clock{t: time.Unix(1000, 0)}
-	w.m.Now = clk.now
-	delay := 2*StatusTimeout + PollInterval
-	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: delay}
-	w.pass(t)
-	w.replicate("db-0", u1+":1-5")
-	w.pass(t)
+	w, clk := clockedWorld(t)
 
 	missed := false
 	w.instances["db-0"].hang = func(ctx context.Context) error {
@@ -100,6 +86,20 @@ func TestASlowPrimaryThatMissedOneReadIsNotFailedOver(t *testing.T) {
 		require.True(t, d.Healthy, "%s: %s", d.Reason, d.Message)
 	}
 	require.Empty(t, w.logged(), "nothing was done to a primary that answers")
+}
+
+// clockedWorld is a settled world with db-0 primary whose Manager reads the clock
+// returned, with a detection delay of two read timeouts and a poll.
+func clockedWorld(t *testing.T) (*world, *clock) {
+	t.Helper()
+	w := newWorld(t)
+	clk := &clock{t: time.Unix(1000, 0)}
+	w.m.Now = clk.now
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 2*StatusTimeout + PollInterval}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+	return w, clk
 }
 
 func mustLoad(t *testing.T, w *world) *cluster {
