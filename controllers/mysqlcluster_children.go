@@ -287,18 +287,18 @@ func (r *MySQLClusterReconciler) schedule(ctx context.Context, st *state) error 
 }
 
 // reconcileMonitoring makes the ServiceMonitor and PrometheusRule when the Prometheus
-// Operator's CRDs exist; without them there is nothing to do and nothing is wrong.
+// Operator's CRDs exist; without them there is nothing to do and nothing is wrong (CRDs
+// installed later are seen within missingKindRecheck).
 func (r *MySQLClusterReconciler) reconcileMonitoring(ctx context.Context, st *state) error {
 	c := st.cluster
 	for gvk, desired := range map[schema.GroupVersionKind]*unstructured.Unstructured{
 		resources.ServiceMonitorGVK: resources.ServiceMonitor(c),
 		resources.PrometheusRuleGVK: resources.PrometheusRule(c),
 	} {
-		if _, err := r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue
-			}
-			return fmt.Errorf("while looking up %s: %w", gvk.Kind, err)
+		if served, err := r.kinds.served(r.RESTMapper(), gvk, r.now()); err != nil {
+			return err
+		} else if !served {
+			continue
 		}
 		gone := &unstructured.Unstructured{}
 		gone.SetGroupVersionKind(gvk)

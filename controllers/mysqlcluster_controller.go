@@ -51,6 +51,7 @@ type MySQLClusterReconciler struct {
 	Now func() time.Time
 
 	archives archiveReads
+	kinds    optionalKinds
 }
 
 // +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
