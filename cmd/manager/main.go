@@ -253,7 +253,26 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	if err := mgr.AddReadyzCheck("readyz", readyCheck); err != nil {
 		return fmt.Errorf("the readiness check: %w", err)
 	}
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
+		return fmt.Errorf("the caches' readiness check: %w", err)
+	}
 	return nil
+}
+
+// cacheSyncWait bounds how long one readiness probe waits for the informer caches.
+const cacheSyncWait = time.Second
+
+// cachesSynced is ready once every informer cache has synced: before, the operator would
+// act (and answer webhooks that read through the cache) on a partial view of the cluster.
+func cachesSynced(c interface{ WaitForCacheSync(context.Context) bool }) healthz.Checker {
+	return func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), cacheSyncWait)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("the informer caches have not synced yet")
+		}
+		return nil
+	}
 }
 
 func newManager(o options) (ctrl.Manager, error) {

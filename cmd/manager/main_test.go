@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -90,5 +93,34 @@ func TestParseRestoreFlags(t *testing.T) {
 				t.Errorf("error %v, want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// syncingCache is a cache whose informers sync when synced is closed.
+type syncingCache struct{ synced chan struct{} }
+
+func (c syncingCache) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-c.synced:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func TestTheOperatorIsReadyOnceItsCachesSynced(t *testing.T) {
+	c := syncingCache{synced: make(chan struct{})}
+	check := cachesSynced(c)
+	r := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	start := time.Now()
+	if err := check(r); err == nil || !strings.Contains(err.Error(), "not synced") {
+		t.Fatalf("ready before the caches synced: %v", err)
+	}
+	if waited := time.Since(start); waited > 2*cacheSyncWait {
+		t.Errorf("the probe waited %s", waited)
+	}
+	close(c.synced)
+	if err := check(r); err != nil {
+		t.Fatalf("not ready once synced: %v", err)
 	}
 }
