@@ -88,6 +88,9 @@ type Manager struct {
 	loops  map[string]*loop          // by cluster key
 	// announced is the bad state last announced by an Event, by cluster key.
 	announced map[string]string
+	// logged is the state and reason last logged, by cluster key: a cluster that stays
+	// in one state is logged once, not once a pass.
+	logged map[string]string
 	base      context.Context // the manager's, once started
 	events    chan event.GenericEvent
 }
@@ -115,7 +118,7 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 	d := Decide(in)
 	r := report(d)
 	recordMetrics(c, in, r, d)
-	if len(d.Actions) > 0 || d.State != StateHealthy {
+	if m.changedState(c, d) {
 		log.Info("Topology", "state", d.State, "reason", d.Reason, "message", d.Message, "actions", describe(d.Actions))
 	}
 	acting := time.Now()
@@ -175,6 +178,7 @@ func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 		}
 	}
 	delete(m.announced, prefix)
+	delete(m.logged, prefix)
 	for k, run := range m.clones {
 		if strings.HasPrefix(k, prefix) {
 			run.cancel()
@@ -370,6 +374,27 @@ func (m *Manager) announce(c *mysqlv1beta1.MySQLCluster, in Input, d Decision) {
 	m.mu.Lock()
 	delete(m.announced, clusterKey(c))
 	m.mu.Unlock()
+}
+
+// changedState says whether a pass's decision is worth a log line: it acts, or its state
+// or reason differs from the last one logged for the cluster (a healthy cluster's first
+// pass after a bad state is logged once too).
+func (m *Manager) changedState(c *mysqlv1beta1.MySQLCluster, d Decision) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.logged == nil {
+		m.logged = map[string]string{}
+	}
+	key, now := clusterKey(c), string(d.State)+"/"+d.Reason
+	last, seen := m.logged[key]
+	m.logged[key] = now
+	if len(d.Actions) > 0 {
+		return true
+	}
+	if !seen {
+		return d.State != StateHealthy
+	}
+	return last != now
 }
 
 func (m *Manager) now() time.Time {

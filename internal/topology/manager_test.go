@@ -383,3 +383,22 @@ func TestManagerReportsAnAPIErrorItCannotWaitOut(t *testing.T) {
 	r, _, _ = w2.m.pass(context.Background(), w2.c)
 	require.Equal(t, mysqlv1beta1.ReasonWaitingForInstances, r.Reason, "a Secret not created yet is waited for: %s", r.Message)
 }
+
+// A cluster that stays in one bad state is logged once, not once a pass; every pass that
+// acts is, and so is the return to health.
+func TestTopologyLogsAStateOnceNotEveryPass(t *testing.T) {
+	m := &Manager{}
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}
+	healthy := Decision{State: StateHealthy, Reason: mysqlv1beta1.ReasonReplicationHealthy}
+	unreachable := Decision{State: StatePrimaryUnreachable, Reason: mysqlv1beta1.ReasonPrimaryUnavailable}
+	acting := Decision{State: StateFailover, Reason: mysqlv1beta1.ReasonFailover, Actions: []Action{{Kind: ActFreeze, Target: "db-1"}}}
+	for k, step := range []struct {
+		d    Decision
+		logs bool
+	}{
+		{healthy, false}, {healthy, false}, {unreachable, true}, {unreachable, false}, {unreachable, false},
+		{acting, true}, {acting, true}, {healthy, true}, {healthy, false},
+	} {
+		require.Equal(t, step.logs, m.changedState(c, step.d), "pass %d (%s)", k, step.d.State)
+	}
+}
