@@ -91,8 +91,8 @@ type Manager struct {
 	// logged is the state and reason last logged, by cluster key: a cluster that stays
 	// in one state is logged once, not once a pass.
 	logged map[string]string
-	base      context.Context // the manager's, once started
-	events    chan event.GenericEvent
+	base   context.Context // the manager's, once started
+	events chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
