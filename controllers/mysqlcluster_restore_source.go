@@ -87,7 +87,7 @@ func (r *MySQLClusterReconciler) storedBackup(ctx context.Context, c *mysqlv1bet
 			return resources.RestoreSource{}, waiting(s, reason, fmt.Sprintf("stored backup %s: %v", folder, err),
 				reason == mysqlv1beta1.ReasonBackupCorrupted)
 		}
-		found := fromManifest(src, c.Namespace, folder, m)
+		found := fromManifest(src, c.Namespace, folder, m, store.URL(m.Key))
 		if src.Backup != "" || reaches(f, found) {
 			return found, nil
 		}
@@ -151,13 +151,14 @@ func readStoredManifest(ctx context.Context, store *objectstore.Store, folder st
 }
 
 // fromManifest is a stored backup, as its manifest describes it, read through the
-// source's store.
-func fromManifest(src *mysqlv1beta1.BackupSource, ns, folder string, m backup.Manifest) resources.RestoreSource {
+// source's store from location (which may not be where it was written: a replicated
+// bucket behind another endpoint).
+func fromManifest(src *mysqlv1beta1.BackupSource, ns, folder string, m backup.Manifest, location string) resources.RestoreSource {
 	if src.Namespace != "" {
 		ns = src.Namespace
 	}
 	return resources.RestoreSource{Name: folder, Namespace: ns, Cluster: src.Cluster,
-		Target: &mysqlv1beta1.BackupTarget{S3: src.S3.DeepCopy()}, Key: m.Key, Location: m.Location,
+		Target: &mysqlv1beta1.BackupTarget{S3: src.S3.DeepCopy()}, Key: m.Key, Location: location,
 		Method: mysqlv1beta1.BackupMethod(m.Method), SHA256: m.SHA256, Size: m.Size, GTIDSet: m.GTIDSet,
 		CompletedAt: &metav1.Time{Time: m.CompletedAt}}
 }
