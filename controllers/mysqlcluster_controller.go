@@ -52,6 +52,7 @@ type MySQLClusterReconciler struct {
 
 	archives archiveReads
 	kinds    optionalKinds
+	warned   warnings
 }
 
 // +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlclusters,verbs=get;list;watch;update;patch
@@ -143,7 +144,9 @@ type step struct {
 func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.Result, error) {
 	if err := validate(st.cluster); err != nil {
 		st.invalid = err
-		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonInvalidSpec, "Validate", "%v", err)
+		if r.warned.due(st.cluster.UID, mysqlv1beta1.ReasonInvalidSpec+"/"+err.Error(), r.now()) {
+			r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonInvalidSpec, "Validate", "%v", err)
+		}
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	if st.cluster.Spec.Paused {
@@ -164,7 +167,7 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 	}
 	for _, s := range steps {
 		if err := s.run(ctx, st); err != nil {
-			if !apierrors.IsConflict(err) {
+			if !apierrors.IsConflict(err) && r.warned.due(st.cluster.UID, mysqlv1beta1.ReasonApplyFailed+"/"+s.name, r.now()) {
 				r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonApplyFailed,
 					"Reconcile", "Step %s failed: %v", s.name, err)
 			}

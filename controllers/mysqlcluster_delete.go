@@ -59,6 +59,7 @@ func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.M
 	}
 	metrics.ForgetCluster(c) // after the topology loop stopped: no pass sets them again
 	r.archives.forget(c.UID)
+	r.warned.forget(c.UID)
 	log.Info("Released MySQLCluster for deletion", "deletionPolicy", c.Spec.DeletionPolicy)
 	return ctrl.Result{}, nil
 }
