@@ -45,6 +45,8 @@ type MySQLBackupReconciler struct {
 	APIReader client.Reader
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Watchdog tracks the reconciles in flight for the liveness check (none when nil).
+	Watchdog *Watchdog
 }
 
 // +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlbackups,verbs=get;list;watch;update;patch
@@ -56,6 +58,7 @@ const pendingRecheck = 5 * time.Second
 
 // Reconcile moves one backup on: starts its Job, or reads the Job's outcome.
 func (r *MySQLBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer r.Watchdog.Start("MySQLBackup " + req.String())()
 	b := &mysqlv1beta1.MySQLBackup{}
 	if err := r.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

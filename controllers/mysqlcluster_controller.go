@@ -49,6 +49,8 @@ type MySQLClusterReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (certificates' renewal); time.Now when nil.
 	Now func() time.Time
+	// Watchdog tracks the reconciles in flight for the liveness check (none when nil).
+	Watchdog *Watchdog
 
 	archives archiveReads
 	kinds    optionalKinds
@@ -72,6 +74,7 @@ type MySQLClusterReconciler struct {
 // Reconcile runs the steps for one cluster. It is level-triggered: every pass computes the
 // whole desired state from the cluster as it is now.
 func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer r.Watchdog.Start("MySQLCluster " + req.String())()
 	log := logf.FromContext(ctx)
 	c := &mysqlv1beta1.MySQLCluster{}
 	if err := r.Get(ctx, req.NamespacedName, c); err != nil {

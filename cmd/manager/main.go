@@ -193,6 +193,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		return fmt.Errorf("the topology manager: %w", err)
 	}
 	image := operatorImage(mgr.GetAPIReader())
+	watchdog := &controllers.Watchdog{}
 	if err := (&controllers.MySQLClusterReconciler{
 		Client:                  mgr.GetClient(),
 		Scheme:                  mgr.GetScheme(),
@@ -201,6 +202,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		OperatorImage:           image,
 		Topology:                topo,
 		MaxConcurrentReconciles: o.maxConcurrent,
+		Watchdog:                watchdog,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("the MySQLCluster controller: %w", err)
 	}
@@ -211,6 +213,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		Recorder:      mgr.GetEventRecorder("dolphin-operator"),
 		Images:        resources.ImagesFromEnv(os.Getenv),
 		OperatorImage: image,
+		Watchdog:      watchdog,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("the MySQLBackup controller: %w", err)
 	}
@@ -243,6 +246,10 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	// then restarts the operator rather than leave failover frozen.
 	if err := mgr.AddHealthzCheck("topology", func(*http.Request) error { return topo.Check() }); err != nil {
 		return fmt.Errorf("the topology health check: %w", err)
+	}
+	// A reconcile that outlives every bound its calls have holds its worker: restart.
+	if err := mgr.AddHealthzCheck("reconcilers", func(*http.Request) error { return watchdog.Check() }); err != nil {
+		return fmt.Errorf("the reconcilers' health check: %w", err)
 	}
 	readyCheck := healthz.Ping
 	if o.enableWebhooks {
