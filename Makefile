@@ -65,6 +65,7 @@ SDK_LDFLAGS := -s -w -X $(SDK_PKG)/internal/version.Version=$(OPERATOR_SDK_VERSI
 export KUBEBUILDER_ASSETS := $(LOCALBIN)
 export DOLPHIN_BIN_DIR := $(LOCALBIN)
 export DOLPHIN_MYSQL_DIR := $(DOLPHIN_CACHE)/mysql/sid
+PROMTOOL := $(DOLPHIN_CACHE)/prometheus/sid/root/usr/bin/promtool
 # The images the local cluster's nodes run (hack/images writes the list).
 export DOLPHIN_IMAGES := $(LOCALBIN)/images.json
 GOTEST ?= go test
@@ -84,6 +85,7 @@ manifests: controller-gen ## Generate CRDs, RBAC and webhook configurations from
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./api/...;./controllers/...;./internal/..." \
 	  output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 	  output:webhook:artifacts:config=config/webhook
+	go run ./hack/alerts > config/prometheus/dolphin-alerts.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods (zz_generated.deepcopy.go).
@@ -110,7 +112,7 @@ verify-generated: manifests generate bundle catalog ## Fail when generated files
 
 ##@ Test
 
-TEST_TIERS := test-tools verify-generated vet lint test-unit test-envtest test-mysql test-e2e test-chaos test-olm test-suites
+TEST_TIERS := test-tools verify-generated vet lint test-unit test-rules test-envtest test-mysql test-e2e test-chaos test-olm test-suites
 .PHONY: test
 test: ## Run every test tier in order (what CI runs) and end with a table of how long each took.
 	@hack/run-tiers.sh $(TEST_TIERS)
@@ -118,7 +120,7 @@ test: ## Run every test tier in order (what CI runs) and end with a table of how
 # Every tool the tiers use, built first, two builds at a time: one `go build` of a pinned
 # tool kept ~1.4 of 2 cores busy on average (user/wall time, measured cold), and MySQL's
 # provisioning mostly waits on the network. Warm, this is a few seconds of stamp checks.
-TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox
+TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox promtool
 .PHONY: test-tools
 test-tools: ## Build every tool make test needs, two at a time.
 	@$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
@@ -135,6 +137,10 @@ UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... .
 test-unit: ## Unit tests: pure logic and the generated bundle; no cluster, no MySQL.
 	$(GOTEST) $(TEST_FLAGS) $(UNIT_PKGS)
 	cd hack/catalog && $(GOTEST) $(TEST_FLAGS) -tags containers_image_openpgp ./...
+
+.PHONY: test-rules
+test-rules: promtool ## Check the alert rules and run their unit tests (promtool, positive and negative case per alert).
+	cd config/prometheus && $(PROMTOOL) check rules dolphin-alerts.yaml && $(PROMTOOL) test rules dolphin-alerts_test.yaml
 
 .PHONY: test-envtest
 test-envtest: envtest-tools ## Integration tests against a real API server (envtest).
@@ -364,7 +370,7 @@ scorecard-image-build: ## Build the image of Dolphin's scorecard tests, under th
 
 ##@ Tools (built once per version into $(DOLPHIN_CACHE), linked into ./bin)
 
-.PHONY: tools envtest-tools cluster-tools mysql host-deps busybox
+.PHONY: tools envtest-tools cluster-tools mysql host-deps busybox promtool
 tools: cluster-tools kwok controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm ## Build every pinned tool.
 envtest-tools: etcd kube-apiserver kubectl ## etcd, kube-apiserver and kubectl for envtest.
 cluster-tools: host-deps envtest-tools kube-controller-manager kube-scheduler kubelet kube-proxy containerd coredns ## Everything the local cluster runs with real nodes (kwok, for Nodes 0, is `make kwok`).
@@ -372,6 +378,8 @@ host-deps: ## Check (and as root install) the host programs the test ground uses
 	@hack/host-deps.sh
 busybox: ## Provision a static busybox from Debian's busybox-static into the cache (no host install).
 	@hack/busybox/provision.sh
+promtool: host-deps ## Provision promtool from Debian sid's prometheus package into the cache (no host install).
+	@hack/prometheus/provision.sh >/dev/null
 mysql: host-deps ## Provision Oracle MySQL from Debian sid into the cache (no host install).
 	hack/mysql/provision.sh >/dev/null
 	@cat $(DOLPHIN_MYSQL_DIR)/VERSION

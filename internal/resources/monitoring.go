@@ -46,30 +46,18 @@ func ServiceMonitor(c *mysqlv1beta1.MySQLCluster) *unstructured.Unstructured {
 	})
 }
 
-// PrometheusRule holds Dolphin's alerts for the cluster; nil unless enabled with the exporter.
+// PrometheusRule holds Dolphin's alerts about the cluster (ClusterAlerts, on the
+// operator's metrics); nil unless enabled.
 func PrometheusRule(c *mysqlv1beta1.MySQLCluster) *unstructured.Unstructured {
 	m := c.Spec.Monitoring
-	if !m.Exporter.Enabled || !m.PrometheusRule.Enabled {
+	if !m.PrometheusRule.Enabled {
 		return nil
 	}
-	sel := `namespace="` + c.Namespace + `",service="` + MetricsServiceName(c) + `"`
-	rule := func(alert, expr, forDur, severity, summary string) map[string]any {
-		return map[string]any{"alert": alert, "expr": expr, "for": forDur,
-			"labels":      map[string]any{"severity": severity},
-			"annotations": map[string]any{"summary": summary, "runbook_url": RunbookBase + alert + ".md"}}
+	rules := make([]any, 0, len(ClusterAlerts))
+	for _, a := range ClusterAlerts {
+		rules = append(rules, AlertRule(a, c.Namespace, c.Name))
 	}
 	return monitoringObject(c, PrometheusRuleGVK, m.PrometheusRule.Labels, map[string]any{
-		"groups": []any{map[string]any{
-			"name": "dolphin-" + c.Name,
-			"rules": []any{
-				rule("DolphinMySQLInstanceDown", "mysql_up{"+sel+"} == 0", "1m", "critical",
-					"A MySQL instance of "+c.Namespace+"/"+c.Name+" does not answer its exporter."),
-				rule("DolphinMySQLReplicationStopped",
-					"mysql_slave_status_slave_io_running{"+sel+"} == 0 or mysql_slave_status_slave_sql_running{"+sel+"} == 0",
-					"2m", "critical", "A replica of "+c.Namespace+"/"+c.Name+" has stopped replicating."),
-				rule("DolphinMySQLReplicationLag", "mysql_slave_status_seconds_behind_master{"+sel+"} > 60",
-					"5m", "warning", "A replica of "+c.Namespace+"/"+c.Name+" is more than a minute behind."),
-			},
-		}},
+		"groups": []any{map[string]any{"name": "dolphin-" + c.Name, "rules": rules}},
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -399,15 +401,24 @@ func alertNames(o map[string]any) []string {
 }
 
 func TestEveryAlertHasARunbook(t *testing.T) {
-	on := cluster(func(c *mysqlv1beta1.MySQLCluster) {
-		c.Spec.Monitoring.Exporter.Enabled = true
-		c.Spec.Monitoring.PrometheusRule.Enabled = true
-	})
-	for _, a := range alertNames(PrometheusRule(on).Object) {
-		if _, err := os.Stat(filepath.Join("..", "..", "docs", "runbooks", a+".md")); err != nil {
-			t.Errorf("alert %s has no runbook: %v", a, err)
+	for _, a := range append(append([]Alert(nil), ClusterAlerts...), OperatorAlerts...) {
+		if _, err := os.Stat(filepath.Join("..", "..", "docs", "runbooks", a.Name+".md")); err != nil {
+			t.Errorf("alert %s has no runbook: %v", a.Name, err)
 		}
 	}
+}
+
+// A cluster's PrometheusRule reads that cluster's series only, in every selector.
+func TestAClustersRulesSelectItsSeries(t *testing.T) {
+	on := cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Monitoring.PrometheusRule.Enabled = true })
+	rules := PrometheusRule(on).Object["spec"].(map[string]any)["groups"].([]any)[0].(map[string]any)["rules"].([]any)
+	require.Len(t, rules, len(ClusterAlerts))
+	want := fmt.Sprintf(`namespace=%q,cluster=%q}`, on.Namespace, on.Name)
+	for _, r := range rules {
+		expr := r.(map[string]any)["expr"].(string)
+		require.Equal(t, strings.Count(expr, "dolphin_"), strings.Count(expr, want), "every selector of %s", expr)
+	}
+	require.Contains(t, rules[0].(map[string]any)["expr"], `dolphin_cluster_phase{phase="Failed",`+want)
 }
 
 // The pod's shell scripts parse as POSIX shell (sh -n reads without running).
