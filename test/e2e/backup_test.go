@@ -34,6 +34,7 @@ const bucket = "backups"
 // s3Target is the ground's S3 server as a backup target, with a credentials Secret
 // holding secret as the secret key.
 func s3Target(t *testing.T, ns, name, endpoint, accessKey, secret string) *mysqlv1beta1.BackupTarget {
+	rememberSecret(secret, "the S3 secret key of "+ns+"/"+name)
 	require.NoError(t, k8s.Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		StringData: map[string]string{resources.KeyS3AccessKeyID: accessKey, resources.KeyS3SecretAccessKey: secret}}))

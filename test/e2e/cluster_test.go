@@ -55,6 +55,7 @@ func readyCluster(t *testing.T, ns, name string) *mysqlv1beta1.MySQLCluster {
 		return nil
 	})
 	t.Logf("cluster %s/%s Ready after %s", ns, name, took.Round(10*time.Millisecond))
+	rememberCredentials(t, ns, name)
 	return c
 }
 

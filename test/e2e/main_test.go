@@ -14,5 +14,6 @@ var (
 	k8s client.Client
 )
 
-// TestMain starts the ground (three real nodes) with the operator installed by `make deploy`.
-func TestMain(m *testing.M) { suite.Main(m, &g, &k8s) }
+// TestMain starts the ground (three real nodes) with the operator installed by `make deploy`
+// and, once every test passed, scans the operator's whole log for the run's secrets.
+func TestMain(m *testing.M) { suite.Main(m, &g, &k8s, requireNoSecretLogged) }

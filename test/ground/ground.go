@@ -191,6 +191,13 @@ func (g *Ground) Deploy(ctx context.Context) error {
 // OperatorLogs returns the end of the operator's log (the current container of each of
 // its pods), for failure messages.
 func (g *Ground) OperatorLogs(ctx context.Context) string {
+	return g.operatorLogs(ctx, new(int64(200)))
+}
+
+// FullOperatorLogs returns the whole log of the current container of each operator pod.
+func (g *Ground) FullOperatorLogs(ctx context.Context) string { return g.operatorLogs(ctx, nil) }
+
+func (g *Ground) operatorLogs(ctx context.Context, tail *int64) string {
 	cs, err := kubernetes.NewForConfig(g.RESTConfig())
 	if err != nil {
 		return err.Error()
@@ -201,8 +208,7 @@ func (g *Ground) OperatorLogs(ctx context.Context) string {
 	}
 	var b bytes.Buffer
 	for _, p := range pods.Items {
-		tail := int64(200)
-		raw, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager", TailLines: &tail}).DoRaw(ctx)
+		raw, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "manager", TailLines: tail}).DoRaw(ctx)
 		fmt.Fprintf(&b, "--- operator pod %s (%v):\n%s\n", p.Name, err, raw)
 	}
 	return b.String()

@@ -19,16 +19,18 @@ import (
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
-// Main runs m on a fresh ground, setting *g and *k8s for the tests, and exits.
-func Main(m *testing.M, g **ground.Ground, k8s *client.Client) {
+// Main runs m on a fresh ground, setting *g and *k8s for the tests, then, when they
+// passed, each of after (checks of the whole run, on the ground as the tests left it), and
+// exits.
+func Main(m *testing.M, g **ground.Ground, k8s *client.Client, after ...func(context.Context) error) {
 	if err := localcluster.EnterNetNS(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(run(m, g, k8s))
+	os.Exit(run(m, g, k8s, after))
 }
 
-func run(m *testing.M, g **ground.Ground, k8s *client.Client) int {
+func run(m *testing.M, g **ground.Ground, k8s *client.Client, after []func(context.Context) error) int {
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -41,6 +43,15 @@ func run(m *testing.M, g **ground.Ground, k8s *client.Client) int {
 		return fail(err)
 	}
 	code := m.Run()
+	for _, check := range after {
+		if code != 0 {
+			break
+		}
+		if err := check(context.Background()); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: after the tests: %v\n", err)
+			code = 1
+		}
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "operator log (end):\n%s\n", (*g).OperatorLogs(context.Background()))
 	}

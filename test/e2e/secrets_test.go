@@ -1,0 +1,64 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// secrets are the passwords and keys the run's clusters and stores were given; once every
+// test passed, the operator's whole log must hold none of them (requireNoSecretLogged).
+var secrets = struct {
+	sync.Mutex
+	values map[string]string // value -> what it is
+}{values: map[string]string{}}
+
+// rememberSecret records a secret value the operator's log must never show.
+func rememberSecret(value, what string) {
+	if len(value) < 8 {
+		return // too short to tell from ordinary words
+	}
+	secrets.Lock()
+	secrets.values[value] = what
+	secrets.Unlock()
+}
+
+// rememberCredentials records every password of the cluster's credentials Secret.
+func rememberCredentials(t *testing.T, ns, cluster string) {
+	t.Helper()
+	s := &corev1.Secret{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: cluster + "-credentials"}, s))
+	for _, key := range resources.CredentialKeys {
+		rememberSecret(string(s.Data[key]), ns+"/"+cluster+" "+key)
+	}
+}
+
+// requireNoSecretLogged scans the whole log of the operator for every secret the run
+// remembered.
+func requireNoSecretLogged(ctx context.Context) error {
+	log := g.FullOperatorLogs(ctx)
+	secrets.Lock()
+	defer secrets.Unlock()
+	if len(secrets.values) == 0 {
+		return fmt.Errorf("no secret was remembered: the scan would prove nothing")
+	}
+	var found []string
+	for value, what := range secrets.values {
+		if strings.Contains(log, value) {
+			found = append(found, what)
+		}
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("the operator's log shows %s", strings.Join(found, ", "))
+	}
+	fmt.Printf("operator log (%d bytes) scanned for %d secrets: none found\n", len(log), len(secrets.values))
+	return nil
+}
