@@ -38,8 +38,26 @@ type Node struct {
 
 func (n *Node) bridge() string  { return fmt.Sprintf("cni%d", n.index) }
 func (n *Node) gateway() string { return fmt.Sprintf("10.244.%d.1", n.index) }
-func (n *Node) socket() string  { return filepath.Join(n.dir, "containerd", "containerd.sock") }
-func (n *Node) logDir() string  { return filepath.Join(n.dir, "logs") }
+
+// bridgeMAC is the node's bridge's own address (locally administered, one per node).
+func (n *Node) bridgeMAC() string { return fmt.Sprintf("02:64:6f:6c:%02x:01", n.index) }
+
+// BridgeAddresses returns the address the node's bridge has now and the one it was given.
+func (n *Node) BridgeAddresses() (now, given string, err error) {
+	out, err := exec.Command("ip", "-o", "link", "show", n.bridge()).CombinedOutput()
+	if err != nil {
+		return "", n.bridgeMAC(), fmt.Errorf("ip link show %s: %w: %s", n.bridge(), err, out)
+	}
+	f := strings.Fields(string(out))
+	for i := range f[:len(f)-1] {
+		if f[i] == "link/ether" {
+			return f[i+1], n.bridgeMAC(), nil
+		}
+	}
+	return "", n.bridgeMAC(), fmt.Errorf("no address in %q", out)
+}
+func (n *Node) socket() string    { return filepath.Join(n.dir, "containerd", "containerd.sock") }
+func (n *Node) logDir() string    { return filepath.Join(n.dir, "logs") }
 
 func newNode(clusterDir, clusterCgroup string, index int) *Node {
 	name := fmt.Sprintf("node%d", index)
@@ -61,7 +79,12 @@ func (n *Node) prepare() error {
 	_ = ip("link", "del", n.bridge()) // left by an earlier cluster of this process
 	steps := [][]string{
 		{"addr", "replace", n.IP + "/32", "dev", "lo"},
-		{"link", "add", n.bridge(), "type", "bridge"},
+		// The bridge's MAC address is set: a bridge whose address was not takes its lowest
+		// port's, so each new pod whose veth sorts lower moved the gateway's address and
+		// the node's running pods, their neighbour entry now stale, lost every peer off
+		// the node (dials timing out) until it was probed again — a primary "unreachable"
+		// from an operator pod that had just started, and failed over.
+		{"link", "add", n.bridge(), "address", n.bridgeMAC(), "type", "bridge"},
 		{"addr", "add", n.gateway() + "/24", "dev", n.bridge()},
 		{"link", "set", n.bridge(), "up"},
 	}

@@ -51,6 +51,13 @@ func TestPodsHaveDNSNamesAndProvisionedVolumes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, os.FileMode(0o777), st.Mode().Perm(), "a provisioned volume is writable by the pod's user")
 	}
+	// Pods started on the nodes: every bridge keeps its own address (the gateway's, which the
+	// running pods' neighbour entries hold).
+	for _, n := range cluster.Nodes {
+		now, given, err := n.BridgeAddresses()
+		require.NoError(t, err)
+		require.Equal(t, given, now, "node %s's bridge address", n.Name)
+	}
 }
 
 // Stopping a node kills its kubelet, containerd and containers and drops its traffic;
