@@ -56,8 +56,8 @@ func (n *Node) BridgeAddresses() (now, given string, err error) {
 	}
 	return "", n.bridgeMAC(), fmt.Errorf("no address in %q", out)
 }
-func (n *Node) socket() string    { return filepath.Join(n.dir, "containerd", "containerd.sock") }
-func (n *Node) logDir() string    { return filepath.Join(n.dir, "logs") }
+func (n *Node) socket() string { return filepath.Join(n.dir, "containerd", "containerd.sock") }
+func (n *Node) logDir() string { return filepath.Join(n.dir, "logs") }
 
 func newNode(clusterDir, clusterCgroup string, index int) *Node {
 	name := fmt.Sprintf("node%d", index)
