@@ -25,7 +25,8 @@ import (
 // stored, which is exactly the case the reconciler must refuse to build from. The
 // behaviour against a real API server is in test/envtest.
 
-func fakeReconciler(t *testing.T, objs ...client.Object) (*MySQLClusterReconciler, *events.FakeRecorder) {
+// testScheme holds Kubernetes' kinds and Dolphin's.
+func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -34,6 +35,12 @@ func fakeReconciler(t *testing.T, objs ...client.Object) (*MySQLClusterReconcile
 	if err := mysqlv1beta1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func fakeReconciler(t *testing.T, objs ...client.Object) (*MySQLClusterReconciler, *events.FakeRecorder) {
+	t.Helper()
+	s := testScheme(t)
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithStatusSubresource(&mysqlv1beta1.MySQLCluster{}).Build()
 	rec := events.NewFakeRecorder(10)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,9 +21,7 @@ import (
 // A step that keeps failing is retried pass after pass; its Warning is one Event for the
 // episode (within warningRepeat), and another step's failure is an Event of its own.
 func TestAFailingStepWarnsOncePerEpisodeNotOncePerPass(t *testing.T) {
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, mysqlv1beta1.AddToScheme(s))
+	s := testScheme(t)
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid-db", Generation: 1},
 		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3))}}
 	refuse := errors.New("the API server refused the StatefulSet")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,8 @@ func rememberCredentials(t *testing.T, ns, cluster string) {
 // requireNoSecretLogged scans the whole log of the operator for every secret the run
 // remembered.
 func requireNoSecretLogged(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	log := g.FullOperatorLogs(ctx)
 	secrets.Lock()
 	defer secrets.Unlock()
