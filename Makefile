@@ -65,7 +65,10 @@ SDK_LDFLAGS := -s -w -X $(SDK_PKG)/internal/version.Version=$(OPERATOR_SDK_VERSI
 export KUBEBUILDER_ASSETS := $(LOCALBIN)
 export DOLPHIN_BIN_DIR := $(LOCALBIN)
 export DOLPHIN_MYSQL_DIR := $(DOLPHIN_CACHE)/mysql/sid
-PROMTOOL := $(DOLPHIN_CACHE)/prometheus/sid/root/usr/bin/promtool
+DOLPHIN_PROMETHEUS_DIR := $(DOLPHIN_CACHE)/prometheus/sid
+PROMTOOL := $(DOLPHIN_PROMETHEUS_DIR)/root/usr/bin/promtool
+# The e2e tier runs this Prometheus (test/ground's prometheus.go).
+export DOLPHIN_PROMETHEUS := $(DOLPHIN_PROMETHEUS_DIR)/root/usr/bin/prometheus
 # The images the local cluster's nodes run (hack/images writes the list).
 export DOLPHIN_IMAGES := $(LOCALBIN)/images.json
 GOTEST ?= go test
@@ -131,7 +134,7 @@ test-tools: ## Build every tool make test needs, two at a time.
 ENVTEST_PKGS := ./test/envtest/...
 MYSQL_PKGS   := ./test/mysqld/... ./test/sql/... ./test/backup/...
 E2E_PKGS     := ./test/localcluster/... ./test/e2e/... ./test/deploy/...
-UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/...
+UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/... ./test/dashboard/...
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and the generated bundle; no cluster, no MySQL.
@@ -227,12 +230,13 @@ build: ## Build the manager binary into bin/manager.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/manager ./cmd/manager
 
 .PHONY: images
-images: build mysql coredns ## Build the local cluster's images (operator, MySQL, pause, CoreDNS) as OCI tarballs, no engine needed.
+images: build mysql coredns promtool ## Build the local cluster's images (operator, MySQL, mysqld_exporter, pause, CoreDNS) as OCI tarballs, no engine needed.
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(LOCALBIN)/pause ./hack/images/pause
 	go run ./hack/images --out $(DOLPHIN_CACHE)/images --operator-out $(LOCALBIN)/images --manifest $(DOLPHIN_IMAGES) \
 	  --manager $(LOCALBIN)/manager --version $(VERSION) \
 	  --mysql-root $(DOLPHIN_MYSQL_DIR)/root --mysql-version-file $(DOLPHIN_MYSQL_DIR)/VERSION \
-	  --pause $(LOCALBIN)/pause --coredns $(LOCALBIN)/coredns --coredns-version $(COREDNS_VERSION)
+	  --pause $(LOCALBIN)/pause --coredns $(LOCALBIN)/coredns --coredns-version $(COREDNS_VERSION) \
+	  --prometheus-root $(DOLPHIN_PROMETHEUS_DIR)/root --exporter-version-file $(DOLPHIN_PROMETHEUS_DIR)/EXPORTER_VERSION
 
 .PHONY: run
 run: ## Run the manager against the cluster in $KUBECONFIG, webhooks off.
@@ -378,7 +382,7 @@ host-deps: ## Check (and as root install) the host programs the test ground uses
 	@hack/host-deps.sh
 busybox: ## Provision a static busybox from Debian's busybox-static into the cache (no host install).
 	@hack/busybox/provision.sh
-promtool: host-deps ## Provision promtool from Debian sid's prometheus package into the cache (no host install).
+promtool: host-deps ## Provision Prometheus, promtool and mysqld_exporter from Debian sid's packages into the cache (no host install).
 	@hack/prometheus/provision.sh >/dev/null
 mysql: host-deps ## Provision Oracle MySQL from Debian sid into the cache (no host install).
 	hack/mysql/provision.sh >/dev/null

@@ -1,5 +1,5 @@
 // Command images builds the container images the local test ground runs (test/ground's
-// ImageSpecs: the operator, MySQL, the pods' sandbox, CoreDNS), without a container engine
+// ImageSpecs: the operator, MySQL, mysqld_exporter, the pods' sandbox, CoreDNS), without a container engine
 // or a registry, from what the tool cache already holds. Each is an OCI layout tarball
 // under --out (the shared cache), cached by its inputs (test/oci), except the operator's,
 // which every manager build changes: it goes to --operator-out, a folder of the checkout's,
@@ -31,6 +31,8 @@ func main() {
 	flag.StringVar(&in.Pause, "pause", "", "the static pause binary")
 	flag.StringVar(&in.CoreDNS, "coredns", "", "the static coredns binary")
 	flag.StringVar(&in.CoreDNSVersion, "coredns-version", "", "CoreDNS's version")
+	flag.StringVar(&in.PrometheusRoot, "prometheus-root", "", "the unpacked Prometheus tree, with mysqld_exporter (hack/prometheus/provision.sh)")
+	flag.StringVar(&in.ExporterVersionFile, "exporter-version-file", "", "its EXPORTER_VERSION file (mysqld_exporter --version)")
 	flag.Parse()
 	if operatorOut == "" {
 		operatorOut = out

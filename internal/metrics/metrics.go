@@ -194,6 +194,11 @@ func SetTopology(c *mysqlv1beta1.MySQLCluster, instances []Instance, failoverBlo
 	seen[key] = now
 	seenMu.Unlock()
 	FailoverBlocked.With(Cluster(c)).Set(bit(failoverBlocked))
+	// Both kinds exist from the first pass, at 0: increase() and rate() then count the
+	// first change too (a counter that appears at 1 shows no increase).
+	for _, kind := range []string{KindFailover, KindSwitchover} {
+		PrimaryChanges.With(prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelKind: kind}).Add(0)
+	}
 }
 
 // seen is the instances each cluster's last topology pass set series for.

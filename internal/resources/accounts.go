@@ -14,7 +14,9 @@ const (
 	AdminUser = "dolphin-admin"
 	// ReplicationUser is what replicas (and clone recipients) connect to their source as.
 	ReplicationUser = "dolphin-repl"
-	// ExporterUser is the metrics exporter's read-only account.
+	// ExporterUser is the metrics exporter's account: the status statements its default
+	// collectors run (PROCESS for InnoDB's tables, REPLICATION CLIENT for SHOW REPLICA
+	// STATUS) and performance_schema, never application data.
 	ExporterUser = "dolphin-exporter"
 	// BackupUser takes logical backups.
 	BackupUser = "dolphin-backup"
@@ -38,7 +40,8 @@ GRANT ALL PRIVILEGES ON *.* TO '` + AdminUser + `'@'%' WITH GRANT OPTION;
 CREATE USER IF NOT EXISTS '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PASSWORD}' ACCOUNT LOCK;
 GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + ReplicationUser + `'@'%';
 CREATE USER IF NOT EXISTS '` + ExporterUser + `'@'%' IDENTIFIED BY '${DOLPHIN_EXPORTER_PASSWORD}' WITH MAX_USER_CONNECTIONS 3 ACCOUNT LOCK;
-GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO '` + ExporterUser + `'@'%';
+GRANT PROCESS, REPLICATION CLIENT ON *.* TO '` + ExporterUser + `'@'%';
+GRANT SELECT ON performance_schema.* TO '` + ExporterUser + `'@'%';
 CREATE USER IF NOT EXISTS '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}' ACCOUNT LOCK;
 GRANT SELECT, SHOW VIEW, TRIGGER, LOCK TABLES, EVENT, RELOAD, PROCESS, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + BackupUser + `'@'%';
 ALTER USER '` + AdminUser + `'@'%', '` + ReplicationUser + `'@'%', '` + ExporterUser + `'@'%', '` + BackupUser + `'@'%' ACCOUNT UNLOCK;

@@ -16,13 +16,16 @@ import (
 // Paths inside an instance's pod.
 const (
 	ConfigFileKey = "dolphin.cnf"
-	ConfigDir     = "/etc/mysql/conf.d"
-	DataDir       = "/var/lib/mysql"
-	RunDir        = "/var/run/mysqld"
-	TmpDir        = "/tmp"
-	TLSDir        = "/etc/mysql/tls"
-	MySQLPort     = 3306
-	ExporterPort  = 9104
+	// ExporterConfigKey is the exporter's client settings (ExporterCnf); mysqld reads
+	// only ConfigFileKey.
+	ExporterConfigKey = "exporter.cnf"
+	ConfigDir         = "/etc/mysql/conf.d"
+	DataDir           = "/var/lib/mysql"
+	RunDir            = "/var/run/mysqld"
+	TmpDir            = "/tmp"
+	TLSDir            = "/etc/mysql/tls"
+	MySQLPort         = 3306
+	ExporterPort      = 9104
 )
 
 // operatorSettings are the [mysqld] settings the operator owns: GTID replication with
@@ -80,14 +83,34 @@ func writeSorted(b *strings.Builder, m map[string]string) {
 	}
 }
 
-// ConfigMap holds my.cnf; its content hash goes on the pod template so that only a change
-// of the effective configuration rolls the pods.
+// ConfigMap holds my.cnf (and, with the exporter, its client settings); its content hash
+// goes on the pod template so that only a change of the effective configuration rolls the
+// pods.
 func ConfigMap(c *mysqlv1beta1.MySQLCluster) *corev1.ConfigMap {
+	data := map[string]string{ConfigFileKey: MyCnf(c)}
+	if c.Spec.Monitoring.Exporter.Enabled {
+		data[ExporterConfigKey] = ExporterCnf(c)
+	}
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)},
-		Data:       map[string]string{ConfigFileKey: MyCnf(c)},
+		Data:       data,
 	}
+}
+
+// ExporterCnf is mysqld_exporter's [client] section: its account and, with TLS, the
+// cluster's CA, which the exporter verifies mysqld's certificate against. The exporter
+// dials its instance by the instance's DNS name (exporterContainer) because the
+// certificate names no address, and the name is what the TLS check compares. The
+// password comes from the MYSQLD_EXPORTER_PASSWORD variable, never from a file.
+func ExporterCnf(c *mysqlv1beta1.MySQLCluster) string {
+	var b strings.Builder
+	b.WriteString("# mysqld_exporter's client settings, written by the Dolphin operator.\n[client]\n")
+	b.WriteString("user=" + ExporterUser + "\n")
+	if tlsEnabled(c) {
+		b.WriteString("ssl-ca=" + TLSDir + "/ca.crt\n")
+	}
+	return b.String()
 }
 
 // ConfigHash is a short digest of the ConfigMap's content.

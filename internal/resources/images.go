@@ -22,7 +22,7 @@ var defaultImages = Images{
 		"8.4": "docker.io/library/mysql:8.4.6",
 		"9.7": "docker.io/library/mysql:9.7.4",
 	},
-	Exporter: "quay.io/prometheus/mysqld-exporter:v0.17.2",
+	Exporter: "quay.io/prometheus/mysqld-exporter:v0.19.0",
 }
 
 // EnvName is the environment variable that overrides the image of a MySQL series:

@@ -25,6 +25,20 @@ func monitoringObject(c *mysqlv1beta1.MySQLCluster, gvk schema.GroupVersionKind,
 	return u
 }
 
+// Relabeling copies a target's meta label into a label of its series.
+type Relabeling struct {
+	SourceLabel, TargetLabel string
+}
+
+// ExporterRelabelings give an exporter's series the labels the operator's own series of
+// the instance have: cluster (the metrics Service's instance label) and instance (the pod's
+// name), next to the namespace the Prometheus Operator adds. Dashboards and alerts then
+// join both sources on namespace, cluster and instance.
+var ExporterRelabelings = []Relabeling{
+	{SourceLabel: "__meta_kubernetes_service_label_app_kubernetes_io_instance", TargetLabel: "cluster"},
+	{SourceLabel: "__meta_kubernetes_pod_name", TargetLabel: "instance"},
+}
+
 // ServiceMonitor scrapes the exporters; nil unless both the exporter and the
 // ServiceMonitor are enabled.
 func ServiceMonitor(c *mysqlv1beta1.MySQLCluster) *unstructured.Unstructured {
@@ -32,7 +46,11 @@ func ServiceMonitor(c *mysqlv1beta1.MySQLCluster) *unstructured.Unstructured {
 	if !m.Exporter.Enabled || !m.ServiceMonitor.Enabled {
 		return nil
 	}
-	endpoint := map[string]any{"port": "metrics"}
+	relabelings := make([]any, 0, len(ExporterRelabelings))
+	for _, r := range ExporterRelabelings {
+		relabelings = append(relabelings, map[string]any{"sourceLabels": []any{r.SourceLabel}, "targetLabel": r.TargetLabel, "action": "replace"})
+	}
+	endpoint := map[string]any{"port": "metrics", "relabelings": relabelings}
 	if m.ServiceMonitor.Interval != nil {
 		endpoint["interval"] = m.ServiceMonitor.Interval.Duration.String()
 	}

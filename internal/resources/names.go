@@ -30,8 +30,12 @@ const (
 	ManagedBy = "dolphin-operator"
 )
 
-// ContainerMySQL is the name of the container that runs mysqld in an instance's pod.
-const ContainerMySQL = "mysqld"
+// Names of the containers of an instance's pod: mysqld, and mysqld_exporter when the
+// cluster has the exporter.
+const (
+	ContainerMySQL    = "mysqld"
+	ContainerExporter = "exporter"
+)
 
 // Role is an instance's role label (LabelRole): which Service routes to it. The topology
 // manager sets it; the primary and replicas Services select on it.

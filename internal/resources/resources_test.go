@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,8 +100,22 @@ func TestStatefulSet(t *testing.T) {
 			}
 		}},
 		"monitoring adds the exporter": {func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Monitoring.Exporter.Enabled = true }, func(t *testing.T, s *appsv1.StatefulSet) {
-			if e := container(t, s, "exporter"); e.Ports[0].ContainerPort != ExporterPort {
+			e := container(t, s, ContainerExporter)
+			if e.Ports[0].ContainerPort != ExporterPort {
 				t.Errorf("exporter %+v", e)
+			}
+			// The instance's own DNS name, which its certificate holds (ExporterCnf).
+			want := []string{"--config.my-cnf=" + ConfigDir + "/" + ExporterConfigKey,
+				"--mysqld.address=$(POD_NAME).db-instances.prod.svc:3306", "--web.listen-address=:9104"}
+			if !slices.Equal(e.Args, want) {
+				t.Errorf("exporter args %q, want %q", e.Args, want)
+			}
+			var mounts []string
+			for _, m := range e.VolumeMounts {
+				mounts = append(mounts, m.MountPath)
+			}
+			if !slices.Equal(mounts, []string{ConfigDir, TLSDir}) {
+				t.Errorf("exporter mounts %q: it needs its settings and the CA", mounts)
 			}
 		}},
 		"the user's scheduling wins": {func(c *mysqlv1beta1.MySQLCluster) {
@@ -152,6 +167,23 @@ func TestStatefulSetKeepsExistingClaimTemplates(t *testing.T) {
 	}
 }
 
+func TestTheExporterVerifiesMySQLsCertificateWhenTheClusterHasTLS(t *testing.T) {
+	withTLS := ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Monitoring.Exporter.Enabled = true })).Data[ExporterConfigKey]
+	if !strings.Contains(withTLS, "[client]\nuser="+ExporterUser+"\nssl-ca="+TLSDir+"/ca.crt\n") {
+		t.Errorf("exporter settings with TLS:\n%s", withTLS)
+	}
+	if strings.Contains(withTLS, "password") || strings.Contains(withTLS, "skip") {
+		t.Errorf("no password in a ConfigMap, no skipped verification:\n%s", withTLS)
+	}
+	without := ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.Monitoring.Exporter.Enabled = true
+		c.Spec.TLS.Enabled = new(false)
+	})).Data[ExporterConfigKey]
+	if strings.Contains(without, "ssl-ca") {
+		t.Errorf("without TLS there is no CA to name:\n%s", without)
+	}
+}
+
 func TestConfigHashFollowsOnlyTheEffectiveConfig(t *testing.T) {
 	base := ConfigHash(ConfigMap(cluster()))
 	if base != ConfigHash(ConfigMap(cluster())) {
@@ -164,6 +196,9 @@ func TestConfigHashFollowsOnlyTheEffectiveConfig(t *testing.T) {
 	}
 	if base != ConfigHash(ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Instances = new(int32(5)) }))) {
 		t.Error("scaling does not change my.cnf and must not roll the pods")
+	}
+	if _, ok := ConfigMap(cluster()).Data[ExporterConfigKey]; ok {
+		t.Error("without the exporter, no exporter settings (they would roll the pods)")
 	}
 	cnf := MyCnf(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Config = map[string]string{"max_connections": "500"} }))
 	for _, want := range []string{"[mysqld]", "max_connections = 500", "gtid_mode = ON", "super_read_only = ON", "require_secure_transport = ON"} {

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -298,13 +299,23 @@ func initContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
 	}
 }
 
+// exporterContainer runs mysqld_exporter against its own instance, over TLS when the
+// cluster has it (ExporterCnf), as the exporter account.
 func exporterContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
+	mounts := []corev1.VolumeMount{{Name: "config", MountPath: ConfigDir, ReadOnly: true}}
+	if tlsEnabled(c) {
+		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: TLSDir, ReadOnly: true})
+	}
 	return corev1.Container{
-		Name:  "exporter",
+		Name:  ContainerExporter,
 		Image: img.ExporterImage(c),
-		Args:  []string{"--mysqld.address=127.0.0.1:3306", "--mysqld.username=" + ExporterUser},
-		Env:   []corev1.EnvVar{secretEnv("MYSQLD_EXPORTER_PASSWORD", CredentialsSecretName(c), KeyExporterPassword)},
-		Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: ExporterPort, Protocol: corev1.ProtocolTCP}},
+		Args: []string{"--config.my-cnf=" + ConfigDir + "/" + ExporterConfigKey,
+			"--mysqld.address=$(POD_NAME)." + HeadlessServiceName(c) + "." + c.Namespace + ".svc:" + strconv.Itoa(MySQLPort),
+			"--web.listen-address=:" + strconv.Itoa(ExporterPort)},
+		Env: []corev1.EnvVar{fieldEnv("POD_NAME", "metadata.name"),
+			secretEnv("MYSQLD_EXPORTER_PASSWORD", CredentialsSecretName(c), KeyExporterPassword)},
+		Ports:        []corev1.ContainerPort{{Name: "metrics", ContainerPort: ExporterPort, Protocol: corev1.ProtocolTCP}},
+		VolumeMounts: mounts,
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path: "/", Port: intstr.FromString("metrics"), Scheme: corev1.URISchemeHTTP}}, PeriodSeconds: 10},
 		Resources:       c.Spec.Monitoring.Exporter.Resources,

@@ -70,12 +70,17 @@ func readyPair(t *testing.T, ns, name string) (*mysqlv1beta1.MySQLCluster, strin
 	return c, waitPrimary(t, ns, name, name+"-0").Status.CurrentPrimary
 }
 
-// TestAThreeInstanceClusterBecomesReady brings a cluster up, checks what it runs and what
-// the operator's metrics say of it, kills a replica's mysqld, and deletes it under
-// DeletionPolicy Retain (its series go with it).
+// TestAThreeInstanceClusterBecomesReady brings a cluster with the exporter up, checks what
+// it runs and what the operator's metrics and a Prometheus scraping it and the exporters
+// say of it, kills a replica's mysqld, breaks another's replication (the shipped alerts
+// go pending), and deletes it under DeletionPolicy Retain (its series go with it).
 func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	ns := namespace(t)
-	require.NoError(t, k8s.Create(context.Background(), newCluster(ns, "db", mysqlv1beta1.DeletionPolicyDelete)))
+	metrics := newScraper(t)
+	prom := startPrometheus(t, metrics)
+	db := newCluster(ns, "db", mysqlv1beta1.DeletionPolicyDelete)
+	db.Spec.Monitoring.Exporter.Enabled = true
+	require.NoError(t, k8s.Create(context.Background(), db))
 	c := readyCluster(t, ns, "db")
 	require.Equal(t, mysqlv1beta1.PhaseReady, c.Status.Phase)
 	require.Equal(t, c.Generation, c.Status.ObservedGeneration)
@@ -92,11 +97,27 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 		requireRealPod(t, c, pod)
 	}
 	require.Len(t, nodes, 3, "the operator's anti-affinity spreads the instances over the nodes")
-	metrics := newScraper(t)
 	requireClusterMetrics(t, metrics, ns, c.Name)
+	requirePrometheusSees(t, prom, ns, c.Name)
+	requireDashboardQueries(t, prom, ns, c.Name)
 	requireKilledMysqldRejoins(t, c, "db-2")
+	requireBrokenReplicationAlerts(t, prom, c, "db-1")
 	requireRetainedOnDeletion(t, c)
 	requireNoClusterSeries(t, metrics, ns, c.Name)
+	requirePrometheusForgets(t, prom, ns, c.Name)
+}
+
+// requireBrokenReplicationAlerts has a client with SUPER write on a replica what its
+// primary then writes too: the replica holds an errant transaction and its applier stops
+// on the conflict, which the operator cannot mend. The shipped rules' alerts for both go
+// pending (their for: clauses are longer than the test waits).
+func requireBrokenReplicationAlerts(t *testing.T, p *ground.Prometheus, c *mysqlv1beta1.MySQLCluster, replica string) {
+	t.Helper()
+	errantWrite(t, dbOf(t, c.Namespace, replica), "conflict")
+	_, err := dbOf(t, c.Namespace, c.Name+"-0").Exec("CREATE DATABASE conflict")
+	require.NoError(t, err)
+	took := requireAlerts(t, p, c.Namespace, c.Name, replica, "DolphinErrantTransactions", "DolphinMySQLReplicationStopped")
+	t.Logf("the errant and replication alerts for %s are active %s after the conflicting write", replica, took.Round(10*time.Millisecond))
 }
 
 // requireDeletionRemovesEverything deletes a cluster whose policy is Delete and waits for

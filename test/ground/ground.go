@@ -72,7 +72,9 @@ type Ground struct {
 	// OperatorImage and MySQLImage are the images' names; MySQLVersion what the MySQL
 	// image runs (e.g. 9.7.4).
 	OperatorImage, MySQLImage, MySQLVersion string
-	log                                     io.Writer
+	// ExporterImage is mysqld_exporter's image.
+	ExporterImage string
+	log           io.Writer
 }
 
 // Start brings up the ground and, unless WithoutOperator, installs the operator with
@@ -107,13 +109,15 @@ func Start(ctx context.Context, o Options) (*Ground, error) {
 			g.MySQLImage, g.MySQLVersion = img.Name, tag
 		case CoreDNSRepo:
 			cfg.CoreDNSImage = img.Name
+		case ExporterRepo:
+			g.ExporterImage = img.Name
 		}
 		if img.Name == PauseImage {
 			cfg.PauseImage = img.Name
 		}
 	}
-	if g.OperatorImage == "" || g.MySQLImage == "" {
-		return nil, fmt.Errorf("ground: %s lacks the operator or the MySQL image (run `make images`)", o.Images)
+	if g.OperatorImage == "" || g.MySQLImage == "" || g.ExporterImage == "" {
+		return nil, fmt.Errorf("ground: %s lacks the operator, MySQL or exporter image (run `make images`)", o.Images)
 	}
 	if g.Cluster, err = localcluster.Start(ctx, cfg); err != nil {
 		return nil, err
@@ -140,7 +144,7 @@ func (g *Ground) MySQLSeries() string {
 // (the make target that runs the tests did that): grounds of one checkout deploy at once.
 func (g *Ground) DeployEnv() []string {
 	return []string{"KUBECONFIG=" + g.Kubeconfig, "IMG=" + g.OperatorImage,
-		resources.EnvName(g.MySQLSeries()) + "=" + g.MySQLImage,
+		resources.EnvName(g.MySQLSeries()) + "=" + g.MySQLImage, resources.EnvExporterImage + "=" + g.ExporterImage,
 		"DEPLOY_DIR=" + filepath.Join(g.Dir(), "deploy"), "DEPLOY_NO_REGEN=1"}
 }
 

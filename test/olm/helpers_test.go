@@ -50,10 +50,12 @@ func version(csv string) string { return strings.TrimPrefix(csv, olm.Package+".v
 
 // operatorEnv is what the test's Subscriptions add to the operator's container through
 // spec.config.env, as a platform team mirroring images would: the ground's MySQL image for
-// its series (RELATED_IMAGE_MYSQL_<series>), and the namespace from the downward API.
+// its series (RELATED_IMAGE_MYSQL_<series>) and its exporter image, and the namespace from
+// the downward API.
 func operatorEnv(g *ground.Ground) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: resources.EnvName(g.MySQLSeries()), Value: g.MySQLImage},
+		{Name: resources.EnvExporterImage, Value: g.ExporterImage},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 	}
 }
