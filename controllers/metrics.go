@@ -1,6 +1,10 @@
 package controllers
 
 import (
+	"time"
+
+	"github.com/robfig/cron/v3"
+
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/metrics"
 )
@@ -22,15 +26,58 @@ func recordArchiveMetrics(c *mysqlv1beta1.MySQLCluster, obs *archiveObservation)
 	}
 }
 
-// recordVerifyMetrics sets the cluster's verification metric from its verification
-// status; before a first success, or without verification, it has no series.
+// recordVerifyMetrics sets the cluster's verification metrics from its verification
+// status: the last success (none before a first one, or without verification) and, when
+// the newest ended verification failed, when it did.
 func recordVerifyMetrics(c *mysqlv1beta1.MySQLCluster, vs *mysqlv1beta1.VerificationStatus) {
 	l := metrics.Cluster(c)
-	if vs == nil || vs.LastSucceeded == nil {
-		metrics.VerifyLastSuccess.Delete(l)
+	metrics.VerifyLastSuccess.Delete(l)
+	metrics.VerifyLastFailure.Delete(l)
+	if vs == nil {
 		return
 	}
-	metrics.VerifyLastSuccess.With(l).Set(float64(vs.LastSucceeded.Unix()))
+	if vs.LastSucceeded != nil {
+		metrics.VerifyLastSuccess.With(l).Set(float64(vs.LastSucceeded.Unix()))
+	}
+	if last := vs.Last; last != nil && last.CompletedAt != nil && last.Reason != mysqlv1beta1.ReasonVerified {
+		metrics.VerifyLastFailure.With(l).Set(float64(last.CompletedAt.Unix()))
+	}
+}
+
+// scheduleHorizon is how many due times of a backup schedule scheduleInterval looks at:
+// enough for a weekly pattern of daily due times to show its longest gap.
+const scheduleHorizon = 32
+
+// recordScheduleMetrics sets the longest time between consecutive due times of the
+// cluster's backup schedule (over the next scheduleHorizon), which "backup too old"
+// alerts measure the newest backup's age against; without a schedule, or while
+// suspended, it has no series.
+func recordScheduleMetrics(c *mysqlv1beta1.MySQLCluster, now time.Time) {
+	l := metrics.Cluster(c)
+	sched, err := mysqlv1beta1.ParseSchedule(c.Spec.Backup.Schedule)
+	if c.Spec.Backup.Schedule == "" || c.Spec.Backup.Suspend || err != nil {
+		metrics.BackupScheduleInterval.Delete(l)
+		return
+	}
+	if gap := scheduleInterval(sched, now); gap > 0 {
+		metrics.BackupScheduleInterval.With(l).Set(gap.Seconds())
+	}
+}
+
+// scheduleInterval is the longest gap between consecutive due times of s after now, over
+// scheduleHorizon of them (0 if it has fewer than two).
+func scheduleInterval(s cron.Schedule, now time.Time) time.Duration {
+	var longest time.Duration
+	prev := s.Next(now.UTC())
+	for range scheduleHorizon {
+		next := s.Next(prev)
+		if prev.IsZero() || next.IsZero() {
+			break
+		}
+		longest = max(longest, next.Sub(prev))
+		prev = next
+	}
+	return longest
 }
 
 // recordBackupMetrics sets the cluster's backup metrics from its backups; a metric with

@@ -100,6 +100,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		recordBackupMetrics(c, st.backups)
 		recordArchiveMetrics(c, st.archive)
 		recordVerifyMetrics(c, verificationStatus(c.Status.Backup.Verification, st.verify))
+		recordScheduleMetrics(c, r.now())
 	}
 	if err := r.writeStatus(ctx, observed, st, stepErr); err != nil {
 		return ctrl.Result{}, errors.Join(stepErr, err)

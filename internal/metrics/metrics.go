@@ -74,6 +74,10 @@ var (
 		"Transactions the replica executed that the primary never did (replicas only).")
 	SemiSyncOn = instanceGauge("dolphin_instance_semisync_on",
 		"1 when semi-sync is on: the primary's source side, a replica's replica side.")
+	SemiSyncReplicas = clusterGauge("dolphin_cluster_semisync_replicas",
+		"Semi-sync replicas connected to the primary (Rpl_semi_sync_source_clients), while semi-sync is wanted.")
+	SemiSyncWaitFor = clusterGauge("dolphin_cluster_semisync_wait_for_replicas",
+		"Replica acknowledgements each commit on the primary waits for, while semi-sync is wanted.")
 	TopologyPassDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dolphin_topology_pass_duration_seconds",
 		Help:    "How long one topology pass (gather, decide, act) took, over every cluster.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}})
@@ -95,6 +99,10 @@ var (
 		"When the cluster's binary log archiver last found every closed file of the primary stored (Unix time).")
 	VerifyLastSuccess = clusterGauge("dolphin_backup_last_verified_timestamp_seconds",
 		"When a restore verification of the cluster's newest backup last succeeded (Unix time).")
+	VerifyLastFailure = clusterGauge("dolphin_backup_last_verification_failure_timestamp_seconds",
+		"When the cluster's newest ended restore verification failed (Unix time); absent when it succeeded.")
+	BackupScheduleInterval = clusterGauge("dolphin_backup_schedule_interval_seconds",
+		"The longest time between two consecutive due times of the cluster's backup schedule; absent without one or while suspended.")
 )
 
 // BackupMetrics are the gauges set from the cluster's MySQLBackups.
@@ -105,14 +113,15 @@ var vectors = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{ClusterPhase, ClusterInstances, ClusterReadyInstances, FailoverBlocked, PrimaryChanges,
 	InstanceUp, InstancePrimary, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
-	ErrantTransactions, SemiSyncOn, BackupLastSuccess, BackupLastFailure, BackupDuration, BackupSize,
-	ArchiveLastSuccess, VerifyLastSuccess}
+	ErrantTransactions, SemiSyncOn, SemiSyncReplicas, SemiSyncWaitFor, BackupLastSuccess, BackupLastFailure,
+	BackupDuration, BackupSize, ArchiveLastSuccess, VerifyLastSuccess, VerifyLastFailure, BackupScheduleInterval}
 
 // Collectors are every metric of this package (registered on controller-runtime's registry).
 var Collectors = []prometheus.Collector{ClusterPhase, ClusterInstances, ClusterReadyInstances, FailoverBlocked,
 	PrimaryChanges, InstanceUp, InstancePrimary, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
-	ErrantTransactions, SemiSyncOn, TopologyPassDuration, BackupLastSuccess, BackupLastFailure, BackupDuration,
-	BackupSize, ArchiveLastSuccess, VerifyLastSuccess}
+	ErrantTransactions, SemiSyncOn, SemiSyncReplicas, SemiSyncWaitFor, TopologyPassDuration, BackupLastSuccess,
+	BackupLastFailure, BackupDuration, BackupSize, ArchiveLastSuccess, VerifyLastSuccess, VerifyLastFailure,
+	BackupScheduleInterval}
 
 func init() {
 	metrics.Registry.MustRegister(Collectors...)
@@ -213,6 +222,19 @@ func forgetInstance(c *mysqlv1beta1.MySQLCluster, name string) {
 		ReplicationSQLRunning, ReplicationLag, ErrantTransactions, SemiSyncOn} {
 		v.Delete(l)
 	}
+}
+
+// SetSemiSync sets the cluster's semi-sync series: replicas connected to the primary as
+// semi-sync replicas, and acknowledgements each commit waits for.
+func SetSemiSync(c *mysqlv1beta1.MySQLCluster, replicas, waitFor int) {
+	SemiSyncReplicas.With(Cluster(c)).Set(float64(replicas))
+	SemiSyncWaitFor.With(Cluster(c)).Set(float64(waitFor))
+}
+
+// ForgetSemiSync removes them: semi-sync is not wanted, or the primary was not read.
+func ForgetSemiSync(c *mysqlv1beta1.MySQLCluster) {
+	SemiSyncReplicas.Delete(Cluster(c))
+	SemiSyncWaitFor.Delete(Cluster(c))
 }
 
 // CountPrimaryChange counts one primary change of the kind.

@@ -214,10 +214,7 @@ func (m *Manager) switchover(ctx context.Context, cl *cluster, t mysql.Instance,
 
 func primaryOptions(cl *cluster) mysql.PrimaryOptions {
 	c := cl.obj
-	o := mysql.PrimaryOptions{SemiSync: semiSync(c), WaitForReplicaCount: 1, Timeout: 24 * time.Hour}
-	if w := c.Spec.Replication.SemiSync.WaitForReplicaCount; w != nil {
-		o.WaitForReplicaCount = min(int(*w), len(cl.names)-1)
-	}
+	o := mysql.PrimaryOptions{SemiSync: semiSync(c), WaitForReplicaCount: waitForReplicas(c, len(cl.names)), Timeout: 24 * time.Hour}
 	if to := c.Spec.Replication.SemiSync.Timeout; to != nil {
 		o.Timeout = to.Duration
 	}
@@ -231,6 +228,15 @@ func (m *Manager) replicaOptions(cl *cluster, source string) mysql.ReplicaOption
 	}
 	return mysql.ReplicaOptions{SourceHost: host, SourcePort: resources.MySQLPort, User: resources.ReplicationUser,
 		Password: cl.replicaPassword, SemiSync: semiSync(cl.obj), TLS: tlsEnabled(cl)}
+}
+
+// waitForReplicas is how many replicas' acknowledgements a commit on the primary of a
+// cluster of n instances waits for: the spec's count (1 by default), at most n-1.
+func waitForReplicas(c *mysqlv1beta1.MySQLCluster, n int) int {
+	if w := c.Spec.Replication.SemiSync.WaitForReplicaCount; w != nil {
+		return min(int(*w), n-1)
+	}
+	return 1
 }
 
 // semiSync is whether semi-sync should be on: enabled, and there are replicas to wait for.

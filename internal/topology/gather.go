@@ -286,7 +286,7 @@ func fill(inst *Instance, st *mysql.Status) error {
 	if inst.Purged, err = gtid.Parse(st.GTIDPurged); err != nil {
 		return err
 	}
-	inst.SemiSyncSource, inst.SemiSyncReplica = st.SemiSyncSource, st.SemiSyncReplica
+	inst.SemiSyncSource, inst.SemiSyncReplica, inst.SemiSyncClients = st.SemiSyncSource, st.SemiSyncReplica, st.SemiSyncSourceClients
 	if cs := st.Clone; cs != nil {
 		inst.Cloning = cs.State == mysql.CloneInProgress
 		if cs.State == mysql.CloneFailed {

@@ -8,7 +8,8 @@ import (
 // recordMetrics sets the cluster's topology metrics from what a pass read and decided:
 // per instance whether it answered and is the primary, and for a replica its threads and
 // how many of the primary's transactions it lacks (and holds that the primary never had),
-// when the primary answered too.
+// when the primary answered too; while semi-sync is wanted and the primary answered, how
+// many replicas acknowledge its commits against how many each commit waits for.
 func recordMetrics(c *mysqlv1beta1.MySQLCluster, in Input, r Report, d Decision) {
 	var primary *Instance
 	for k := range in.Instances {
@@ -33,6 +34,11 @@ func recordMetrics(c *mysqlv1beta1.MySQLCluster, in Input, r Report, d Decision)
 		out = append(out, mi)
 	}
 	metrics.SetTopology(c, out, d.State == StateFailoverBlocked)
+	if in.SemiSync && primary != nil {
+		metrics.SetSemiSync(c, primary.SemiSyncClients, waitForReplicas(c, len(in.Instances)))
+	} else {
+		metrics.ForgetSemiSync(c)
+	}
 }
 
 // countPrimaryChanges counts the promotions a pass carried out: a failover's or a

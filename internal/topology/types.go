@@ -42,6 +42,8 @@ type Instance struct {
 	ReplicationError string
 	SemiSyncSource   bool
 	SemiSyncReplica  bool
+	// SemiSyncClients is how many semi-sync replicas are connected to it (as a source).
+	SemiSyncClients int
 	// Evicting: its pod's deletion was asked for. Stopped: no mysqld of it can still run
 	// (no pod, its mysqld container not running, or its deletion asked for EvictionWait
 	// past its grace period: a lost node's kubelet never confirms).
