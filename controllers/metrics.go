@@ -54,8 +54,13 @@ const scheduleHorizon = 32
 // suspended, it has no series.
 func recordScheduleMetrics(c *mysqlv1beta1.MySQLCluster, now time.Time) {
 	l := metrics.Cluster(c)
-	sched, err := mysqlv1beta1.ParseSchedule(c.Spec.Backup.Schedule)
-	if c.Spec.Backup.Schedule == "" || c.Spec.Backup.Suspend || err != nil {
+	b := c.Spec.Backup
+	if b == nil || b.Schedule == "" || b.Suspend {
+		metrics.BackupScheduleInterval.Delete(l)
+		return
+	}
+	sched, err := mysqlv1beta1.ParseSchedule(b.Schedule)
+	if err != nil {
 		metrics.BackupScheduleInterval.Delete(l)
 		return
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -38,4 +39,40 @@ func TestBackupMetricsFollowTheNewestBackups(t *testing.T) {
 	for _, m := range metrics.BackupMetrics {
 		require.Equal(t, 0, testutil.CollectAndCount(m))
 	}
+}
+
+func TestTheScheduleIntervalIsItsLongestGap(t *testing.T) {
+	now := at("2026-12-02T12:00:00Z")
+	for spec, want := range map[string]time.Duration{
+		"0 2 * * *":    24 * time.Hour,
+		"*/15 * * * *": 15 * time.Minute,
+		"0 2 * * 1-5":  72 * time.Hour, // Friday to Monday
+		"@weekly":      7 * 24 * time.Hour,
+	} {
+		s, err := mysqlv1beta1.ParseSchedule(spec)
+		require.NoError(t, err)
+		require.Equal(t, want, scheduleInterval(s, now), spec)
+	}
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sched-db"},
+		Spec: mysqlv1beta1.MySQLClusterSpec{Backup: &mysqlv1beta1.BackupSpec{Schedule: "0 2 * * *"}}}
+	l := prometheus.Labels{"namespace": "ns", "cluster": "sched-db"}
+	recordScheduleMetrics(c, now)
+	require.Equal(t, 86400.0, testutil.ToFloat64(metrics.BackupScheduleInterval.With(l)))
+	c.Spec.Backup.Suspend = true
+	recordScheduleMetrics(c, now)
+	require.False(t, metrics.BackupScheduleInterval.Delete(l), "a suspended schedule has no interval")
+}
+
+func TestAFailedVerificationIsCountedUntilOneSucceeds(t *testing.T) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "verify-db"}}
+	l := prometheus.Labels{"namespace": "ns", "cluster": "verify-db"}
+	ok := &metav1.Time{Time: at("2026-12-01T03:00:00Z")}
+	failedAt := &metav1.Time{Time: at("2026-12-02T03:00:00Z")}
+	recordVerifyMetrics(c, &mysqlv1beta1.VerificationStatus{LastSucceeded: ok,
+		Last: &mysqlv1beta1.BackupVerification{Backup: "b", CompletedAt: failedAt, Reason: mysqlv1beta1.ReasonBackupCorrupted}})
+	require.Equal(t, float64(failedAt.Unix()), testutil.ToFloat64(metrics.VerifyLastFailure.With(l)))
+	require.Equal(t, float64(ok.Unix()), testutil.ToFloat64(metrics.VerifyLastSuccess.With(l)))
+	recordVerifyMetrics(c, &mysqlv1beta1.VerificationStatus{LastSucceeded: failedAt,
+		Last: &mysqlv1beta1.BackupVerification{Backup: "b", CompletedAt: failedAt, Reason: mysqlv1beta1.ReasonVerified}})
+	require.False(t, metrics.VerifyLastFailure.Delete(l), "the newest verification succeeded")
 }
