@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,7 +156,11 @@ func main() {
 		}
 		os.Exit(2)
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+	logger := zap.New(zap.UseFlagOptions(zapOpts))
+	ctrl.SetLogger(logger)
+	// client-go's own lines (leader election, API warnings) go through the same logger, so
+	// that a production log is JSON throughout.
+	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 	ctx := ctrl.SetupSignalHandler()
 	log.Info("Starting Dolphin", "version", version.Version, "gitCommit", version.GitCommit,

@@ -62,6 +62,22 @@ var ClusterAlerts = []Alert{
 			failed, done := "dolphin_backup_last_failure_timestamp_seconds"+sel(), "dolphin_backup_last_success_timestamp_seconds"+sel()
 			return fmt.Sprintf("%s > on (namespace, cluster) %s or (%s unless on (namespace, cluster) %s)", failed, done, failed, done)
 		}},
+	{Name: "DolphinSemiSyncDegraded", For: "1m", Severity: "critical",
+		Summary: "The primary of {{ $labels.namespace }}/{{ $labels.cluster }} has fewer semi-sync replicas than each commit waits for: commits wait, or (with a short timeout) are acknowledged by too few.",
+		Expr: func(sel func(...string) string) string {
+			return "dolphin_cluster_semisync_replicas" + sel() + " < on (namespace, cluster) dolphin_cluster_semisync_wait_for_replicas" + sel()
+		}},
+	{Name: "DolphinBackupTooOld", For: "10m", Severity: "warning",
+		Summary: "The newest completed backup of {{ $labels.namespace }}/{{ $labels.cluster }} is older than two intervals of its schedule.",
+		Expr: func(sel func(...string) string) string {
+			return "time() - dolphin_backup_last_success_timestamp_seconds" + sel() +
+				" > on (namespace, cluster) 2 * dolphin_backup_schedule_interval_seconds" + sel()
+		}},
+	{Name: "DolphinBackupVerificationFailed", For: "1m", Severity: "warning",
+		Summary: "The newest restore verification of {{ $labels.namespace }}/{{ $labels.cluster }} failed: its newest backup may not restore.",
+		Expr: func(sel func(...string) string) string {
+			return "dolphin_backup_last_verification_failure_timestamp_seconds" + sel()
+		}},
 	{Name: "DolphinBinlogArchiveStalled", For: "5m", Severity: "warning",
 		Summary: "The binary log archive of {{ $labels.namespace }}/{{ $labels.cluster }} has not been complete for 15 minutes: a recovery cannot reach past then.",
 		Expr: func(sel func(...string) string) string {

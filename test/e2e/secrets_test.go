@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -63,5 +65,44 @@ func requireNoSecretLogged(ctx context.Context) error {
 		return fmt.Errorf("the operator's log shows %s", strings.Join(found, ", "))
 	}
 	fmt.Printf("operator log (%d bytes) scanned for %d secrets: none found\n", len(log), len(secrets.values))
+	return requireStructuredLog(log)
+}
+
+// controllerLifecycle matches what controller-runtime logs of a controller starting and
+// stopping, outside any reconcile.
+var controllerLifecycle = regexp.MustCompile(`^(Starting|Stopping|Shutdown|All workers finished|Wait completed)`)
+
+// requireStructuredLog checks the operator's log is what a production log pipeline reads:
+// every line one JSON object with a level, a time and a message, and every line a
+// MySQLCluster reconcile wrote naming the controller, the object and the reconcile ID.
+func requireStructuredLog(log string) error {
+	var reconcileLines int
+	for line := range strings.Lines(log) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "--- operator pod ") {
+			continue // the ground's header of each pod's log
+		}
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			return fmt.Errorf("the operator's log has a line that is not JSON: %q", line)
+		}
+		for _, k := range []string{"level", "ts", "msg"} {
+			if _, ok := entry[k]; !ok {
+				return fmt.Errorf("the operator's log line %q has no %q", line, k)
+			}
+		}
+		msg, _ := entry["msg"].(string)
+		if entry["controller"] != "mysqlcluster" || controllerLifecycle.MatchString(msg) {
+			continue // the controller's start and stop lines belong to no reconcile
+		}
+		reconcileLines++
+		if _, ok := entry["reconcileID"]; !ok || entry["MySQLCluster"] == nil {
+			return fmt.Errorf("a reconcile's log line lacks its object or reconcile ID: %q", line)
+		}
+	}
+	if reconcileLines == 0 {
+		return fmt.Errorf("no line of the mysqlcluster controller in the operator's log: the check would prove nothing")
+	}
+	fmt.Printf("operator log: every line JSON, %d reconcile lines with their object and reconcile ID\n", reconcileLines)
 	return nil
 }
