@@ -146,6 +146,9 @@ func requireClusterMetrics(t *testing.T, s *scraper, ns, name string) {
 			{"dolphin_instance_replication_lag_transactions", map[string]string{"instance": name + "-2"}, 0},
 			{"dolphin_instance_semisync_on", map[string]string{"instance": name + "-0"}, 1},
 			{"dolphin_cluster_failover_blocked", nil, 0},
+			// Both replicas acknowledge; a commit waits for one.
+			{"dolphin_cluster_semisync_replicas", nil, 2},
+			{"dolphin_cluster_semisync_wait_for_replicas", nil, 1},
 		}
 		for _, w := range want {
 			labels := map[string]string{}
