@@ -11,12 +11,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	stdlog "log"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -36,6 +38,7 @@ import (
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/controllers"
+	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/internal/storageversion"
 	"github.com/dolphin-operator/dolphin/internal/topology"
@@ -158,9 +161,13 @@ func main() {
 	}
 	logger := zap.New(zap.UseFlagOptions(zapOpts))
 	ctrl.SetLogger(logger)
-	// client-go's own lines (leader election, API warnings) go through the same logger, so
-	// that a production log is JSON throughout.
+	// client-go's and the MySQL driver's own lines (leader election, API warnings, dropped
+	// idle connections) go through the same logger, so that a production log is JSON
+	// throughout.
 	klog.SetLogger(logger)
+	mysql.SetDriverLogger(logger.WithName("mysql-driver"))
+	stdlog.SetFlags(0) // the standard library's (an HTTP server's TLS handshake errors)
+	stdlog.SetOutput(logWriter{logger.WithName("stdlib")})
 	log := ctrl.Log.WithName("setup")
 	ctx := ctrl.SetupSignalHandler()
 	log.Info("Starting Dolphin", "version", version.Version, "gitCommit", version.GitCommit,
@@ -370,4 +377,12 @@ func setupWebhooks(mgr ctrl.Manager) error {
 		return fmt.Errorf("while registering the MySQLBackup webhooks: %w", err)
 	}
 	return nil
+}
+
+// logWriter turns each line the standard library's logger writes into a line of l.
+type logWriter struct{ l logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.l.Info(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
