@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -35,8 +37,19 @@ type Relabeling struct {
 // name), next to the namespace the Prometheus Operator adds. Dashboards and alerts then
 // join both sources on namespace, cluster and instance.
 var ExporterRelabelings = []Relabeling{
-	{SourceLabel: "__meta_kubernetes_service_label_app_kubernetes_io_instance", TargetLabel: "cluster"},
+	{SourceLabel: ServiceLabelMeta(LabelInstance), TargetLabel: "cluster"},
 	{SourceLabel: "__meta_kubernetes_pod_name", TargetLabel: "instance"},
+}
+
+// ServiceLabelMeta is the meta label under which Prometheus's Kubernetes discovery shows
+// a target's Service label (every character outside [a-zA-Z0-9] becomes _).
+func ServiceLabelMeta(label string) string {
+	return "__meta_kubernetes_service_label_" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, label)
 }
 
 // ServiceMonitor scrapes the exporters; nil unless both the exporter and the

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
@@ -157,7 +156,7 @@ func prometheusConfig(kubeconfig, tokenFile string, o PrometheusOptions) ([]byte
 		return map[string]any{"source_labels": []string{from}, "target_label": to, "action": "replace"}
 	}
 	exporter := []any{
-		keep("__meta_kubernetes_service_label_"+promLabel(resources.LabelManagedBy), resources.ManagedBy),
+		keep(resources.ServiceLabelMeta(resources.LabelManagedBy), resources.ManagedBy),
 		keep("__meta_kubernetes_endpoint_port_name", "metrics"),
 		replace("__meta_kubernetes_namespace", "namespace"),
 	}
@@ -185,14 +184,4 @@ func prometheusConfig(kubeconfig, tokenFile string, o PrometheusOptions) ([]byte
 		},
 	}
 	return yaml.Marshal(cfg)
-}
-
-// promLabel is a Kubernetes label name as a service discovery meta label's suffix.
-func promLabel(name string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return '_'
-	}, name)
 }
