@@ -134,7 +134,7 @@ test-tools: ## Build every tool make test needs, two at a time.
 ENVTEST_PKGS := ./test/envtest/...
 MYSQL_PKGS   := ./test/mysqld/... ./test/sql/... ./test/backup/...
 E2E_PKGS     := ./test/localcluster/... ./test/e2e/... ./test/deploy/...
-UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/... ./test/dashboard/...
+UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/... ./test/dashboard/... ./test/promfixture/...
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure logic and the generated bundle; no cluster, no MySQL.
@@ -156,6 +156,17 @@ test-mysql: mysql versitygw ## Tests against real mysqld instances (and, for bac
 .PHONY: test-e2e
 test-e2e: build cluster-tools mysql versitygw images kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
 	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
+
+# The e2e tests that capture a fixture (test/e2e/fixtures_test.go) write it only when
+# DOLPHIN_CAPTURE_FIXTURES names a directory; the unit tier checks the alert rules' tests and
+# the dashboard against what they wrote.
+FIXTURE_TESTS = TestAThreeInstanceClusterBecomesReady|TestBackupsAreWhatTheirStatusSays|TestVerificationRestoresTheNewestBackupAndCatchesACorruptedOne|TestTheOperatorArchivesThePrimarysBinaryLogs
+.PHONY: alert-fixtures
+alert-fixtures: ## Recapture config/prometheus/fixtures (the operator's and mysqld_exporter's series) from four e2e tests on the local cluster.
+	rm -f config/prometheus/fixtures/*.prom
+	DOLPHIN_CAPTURE_FIXTURES=$(CURDIR)/config/prometheus/fixtures $(MAKE) test-e2e E2E_PKGS=./test/e2e/... \
+		TEST_FLAGS="-count=1 -v -run '^($(FIXTURE_TESTS))\$$\$$'"
+
 
 # The chaos suite prints its summary line (`chaos rounds=… lost_writes=… seed=…`) at the end;
 # DOLPHIN_CHAOS_SEED=<seed> replays a run's order of rounds.

@@ -272,6 +272,17 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	if err := mgr.AddReadyzCheck("readyz", readyCheck); err != nil {
 		return fmt.Errorf("the readiness check: %w", err)
 	}
+	if o.enableWebhooks {
+		// ... and serves the certificate on disk now, the one the API server's CA bundle
+		// was made for: after a rotation the server's file watcher must have loaded it.
+		serving := webhookcert.Serving(fmt.Sprintf("127.0.0.1:%d", o.webhookPort), filepath.Join(webhookCertDir(o), "tls.crt"))
+		if err := mgr.AddReadyzCheck("webhook-certificate", serving); err != nil {
+			return fmt.Errorf("the webhook certificate's readiness check: %w", err)
+		}
+	}
+	if err := mgr.AddReadyzCheck("topology", func(*http.Request) error { return topo.Check() }); err != nil {
+		return fmt.Errorf("the topology readiness check: %w", err)
+	}
 	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
 		return fmt.Errorf("the caches' readiness check: %w", err)
 	}
@@ -354,13 +365,20 @@ func webhookCertOptions(o options) webhookcert.Options {
 	}
 }
 
+// webhookCertDir is where the webhook server reads its certificate: the flag's directory, or
+// controller-runtime's default (where OLM mounts the certificate it issues).
+func webhookCertDir(o options) string {
+	if o.webhookCertDir != "" {
+		return o.webhookCertDir
+	}
+	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+}
+
 // selfIssueWebhookCert runs before the manager so the webhook server starts with a certificate
 // and the API server already trusts it. It returns the uncached client it used: the rotator
 // reads a handful of named objects once an hour, no reason to watch them all.
 func selfIssueWebhookCert(ctx context.Context, o *options) (client.Client, error) {
-	if o.webhookCertDir == "" {
-		o.webhookCertDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
-	}
+	o.webhookCertDir = webhookCertDir(*o)
 	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("while creating a client: %w", err)

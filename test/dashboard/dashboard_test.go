@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dolphin-operator/dolphin/test/promfixture"
 )
 
 const shipped = "../../config/grafana/dolphin-overview.json"
@@ -74,6 +76,26 @@ func TestCheckNamesEveryProblem(t *testing.T) {
 		`id 1 is not positive or is "a"'s too`, `panel "b" does not read ${datasource}`, `panel "b" has no query`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}
+
+// Every operator and exporter series a panel reads is one a real scrape has (the fixtures
+// `make alert-fixtures` captures from the e2e tier).
+func TestTheDashboardReadsOnlyScrapedSeries(t *testing.T) {
+	d, err := Load(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := promfixture.Load("../../" + promfixture.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range d.Queries("ns", "db") {
+		for _, m := range promfixture.MetricsIn(q.Expr) {
+			if err := ix.Check(m, nil); err != nil {
+				t.Errorf("panel %q: %v", q.Panel, err)
+			}
 		}
 	}
 }

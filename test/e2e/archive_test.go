@@ -177,6 +177,7 @@ func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
 	})
 	t.Logf("recoverable from %s to %s", got.Status.Backup.FirstRecoverableTime.UTC().Format(time.RFC3339),
 		got.Status.Backup.LastRecoverableTime.UTC().Format(time.RFC3339))
+	captureOperatorFixture(t, nil, "operator-archive", ns)
 
 	// The archive keeps from the oldest backup retention keeps: the operator says which.
 	waitFor(t, time.Minute, "the archive's retention record to name the backup", func() error {

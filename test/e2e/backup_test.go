@@ -284,6 +284,7 @@ func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 		}
 		return nil
 	})
+	captureOperatorFixture(t, nil, "operator-backup", ns)
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), c))
 	patch = client.MergeFrom(c.DeepCopy())
 	c.Spec.Backup.Suspend = true

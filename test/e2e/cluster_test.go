@@ -100,8 +100,12 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	requireClusterMetrics(t, metrics, ns, c.Name)
 	requirePrometheusSees(t, prom, ns, c.Name)
 	requireDashboardQueries(t, prom, ns, c.Name)
+	// Healthy: a replica's seconds behind its source is a number (NULL, so absent, once a
+	// replication thread stops).
+	captureExporterFixture(t, prom, "mysqld-exporter", ns, c.Name, "db-0", "db-1")
 	requireKilledMysqldRejoins(t, c, "db-2")
 	requireBrokenReplicationAlerts(t, prom, c, "db-1")
+	captureOperatorFixture(t, metrics, "operator-cluster", ns)
 	requireRetainedOnDeletion(t, c)
 	requireNoClusterSeries(t, metrics, ns, c.Name)
 	requirePrometheusForgets(t, prom, ns, c.Name)

@@ -65,4 +65,5 @@ func TestVerificationRestoresTheNewestBackupAndCatchesACorruptedOne(t *testing.T
 	tamper(t, store, b)
 	got = verifiedAs(t, c, metav1.ConditionFalse, mysqlv1beta1.ReasonBackupCorrupted, b.Name)
 	require.NotNil(t, got.Status.Backup.Verification.LastSucceeded, "when it last succeeded is kept")
+	captureOperatorFixture(t, nil, "operator-verification", ns)
 }

@@ -3,7 +3,9 @@ package ground
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -184,4 +186,32 @@ func prometheusConfig(kubeconfig, tokenFile string, o PrometheusOptions) ([]byte
 		},
 	}
 	return yaml.Marshal(cfg)
+}
+
+// Federate returns the series matching the selectors as Prometheus stores them (target
+// labels included) in the text exposition format, bounded by 10 s.
+func (p *Prometheus) Federate(ctx context.Context, selectors ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	q := url.Values{}
+	for _, s := range selectors {
+		q.Add("match[]", s)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/federate?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("federate: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("federate: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("federate: %s: %.512s", resp.Status, body)
+	}
+	return body, nil
 }
