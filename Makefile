@@ -234,6 +234,12 @@ bench-backup: mysql versitygw ## Measure logical and physical backups and restor
 
 BENCH_SIZE_MB ?= 1024
 
+.PHONY: bench-reconcile
+bench-reconcile: envtest-tools ## Measure settled reconcile passes against a real API server: API and discovery requests a pass, against an uncached lookup (BENCH_PASSES, default 200).
+	go test ./test/envtest/ -count=1 -v -run '^$$' -bench '^BenchmarkSettledClusterPass$$' -benchtime $(BENCH_PASSES)x
+
+BENCH_PASSES ?= 200
+
 ##@ Build
 
 .PHONY: build

@@ -34,7 +34,7 @@ func startWithWebhooks(t *testing.T) *envtest.Env {
 	})
 }
 
-func namespace(t *testing.T, c client.Client) string {
+func namespace(t testing.TB, c client.Client) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "api-"}}
 	require.NoError(t, c.Create(context.Background(), ns))

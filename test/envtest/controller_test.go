@@ -27,7 +27,7 @@ import (
 
 // controllerEnv runs the API server, the webhooks and the MySQLCluster controller, whose
 // client counts every write it makes.
-func controllerEnv(t *testing.T) (*envtest.Env, *controllers.MySQLClusterReconciler, *envtest.CountingClient) {
+func controllerEnv(t testing.TB) (*envtest.Env, *controllers.MySQLClusterReconciler, *envtest.CountingClient) {
 	var rec *controllers.MySQLClusterReconciler
 	var counting *envtest.CountingClient
 	env := envtest.Start(t, envtest.Options{Webhooks: true, Setup: func(mgr ctrl.Manager) error {
@@ -45,7 +45,7 @@ func controllerEnv(t *testing.T) (*envtest.Env, *controllers.MySQLClusterReconci
 	return env, rec, counting
 }
 
-func eventually(t *testing.T, what string, cond func() error) {
+func eventually(t testing.TB, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var err error
@@ -122,6 +122,20 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, counting.Writes(), "a second reconcile of an unchanged cluster must not write")
 		require.Positive(t, res.RequeueAfter, "the next certificate renewal is scheduled")
+	})
+
+	t.Run("a settled cluster's passes send no discovery request", func(t *testing.T) {
+		// The API server has no monitoring.coreos.com group: every pass asks whether the
+		// ServiceMonitor and PrometheusRule kinds are served, and a REST mapper asked for a
+		// kind it lacks reads discovery again each time, unless the answer is remembered.
+		env.Requests.Reset()
+		for range 20 {
+			_, err := rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: "db"}})
+			require.NoError(t, err)
+		}
+		all, discovery := env.Requests.Counts()
+		require.Empty(t, discovery, "discovery requests in 20 settled passes")
+		t.Logf("20 settled passes: %d API requests, %d of them discovery", all, len(discovery))
 	})
 
 	t.Run("changes converge on the children", func(t *testing.T) {
@@ -284,7 +298,7 @@ func update(t *testing.T, c client.Client, ns string, mutate func(*mysqlv1beta1.
 }
 
 // settle waits until the controller has made no write for two seconds.
-func settle(t *testing.T, counting *envtest.CountingClient) {
+func settle(t testing.TB, counting *envtest.CountingClient) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

@@ -32,6 +32,9 @@ type Env struct {
 	Manager ctrl.Manager
 	// EtcdURL is the API server's etcd, for reading what it stored (EtcdValue).
 	EtcdURL string
+	// Requests counts what the manager (its client, caches and REST mapper) sends to the
+	// API server; set with Manager.
+	Requests *RequestCounter
 }
 
 // Options select what the environment runs.
@@ -90,7 +93,10 @@ func (e *Env) startManager(t testing.TB, env *envtest.Environment, o Options, se
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Host: wo.LocalServingHost,
 			Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir})
 	}
-	mgr, err := ctrl.NewManager(e.Config, opts)
+	e.Requests = &RequestCounter{}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Wrap(e.Requests.wrap)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatalf("creating the manager: %v", err)
 	}
