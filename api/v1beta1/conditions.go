@@ -70,6 +70,9 @@ const (
 	ReasonCloning             = "Cloning"
 	ReasonInstanceUnreachable = "InstanceUnreachable"
 	ReasonConfiguring         = "Configuring"
+	// ReasonCertificateReloadFailed: an instance refused to load the TLS Secret's files
+	// (ALTER INSTANCE RELOAD TLS) and serves its previous certificate (a Warning Event).
+	ReasonCertificateReloadFailed = "CertificateReloadFailed"
 	// ReasonTopologyFailed: the topology manager could not read what it needs from the
 	// API server (the message says what), or a pass failed.
 	ReasonTopologyFailed = "TopologyFailed"

@@ -184,7 +184,9 @@ type TLSSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Enabled",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Enabled *bool `json:"enabled,omitempty"`
 	// SecretName names a kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt) to use instead
-	// of the certificates the operator issues and rotates.
+	// of the certificates the operator issues and rotates. Its certificate must name each
+	// instance as <pod>.<cluster>-instances.<namespace>.svc (replicas verify it); changes to
+	// the Secret are loaded by mysqld without a restart.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	SecretName string `json:"secretName,omitempty"`

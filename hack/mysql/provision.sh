@@ -23,7 +23,9 @@ set -euo pipefail
 suite=${MYSQL_SUITE:-sid}
 # dash, coreutils, findutils and gzip make the tree a MySQL image's root too (hack/images
 # packs it): the pod's init script and probes, and the backup job's script, run under sh.
-pkgs=${MYSQL_PKGS:-mysql-server-core mysql-client-core dash coreutils findutils gzip}
+# (MYSQL_DEBS, not MYSQL_PKGS: that is the Makefile's list of Go test packages, and make
+# exports a variable set on its command line to this script.)
+pkgs=${MYSQL_DEBS:-mysql-server-core mysql-client-core dash coreutils findutils gzip}
 cache=${DOLPHIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dolphin}
 base=$cache/mysql/$suite
 root=$base/root

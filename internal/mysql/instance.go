@@ -28,6 +28,10 @@ type Status struct {
 	SemiSyncSource        bool
 	SemiSyncSourceClients int
 	SemiSyncReplica       bool
+	// TLSNotAfter is the expiry of the certificate mysqld serves now (status variable
+	// Ssl_server_not_after): it changes when ALTER INSTANCE RELOAD TLS loads a renewed one.
+	// Zero when mysqld serves none.
+	TLSNotAfter time.Time
 }
 
 // ReplicaStatus is the default replication channel's state.
@@ -42,6 +46,18 @@ type ReplicaStatus struct {
 	ReceivedGTIDSet string
 	LastIOError     string
 	LastSQLError    string
+	// TLSCAFile and TLSVerifyName are the channel's SOURCE_SSL_CA and
+	// SOURCE_SSL_VERIFY_SERVER_CERT.
+	TLSCAFile     string
+	TLSVerifyName bool
+}
+
+// TLSAs says whether the channel checks its source's certificate as o asks.
+func (r *ReplicaStatus) TLSAs(o ReplicaOptions) bool {
+	if !o.TLS {
+		return r.TLSCAFile == "" && !r.TLSVerifyName
+	}
+	return r.TLSCAFile == o.TLSCAFile && r.TLSVerifyName == o.TLSVerifyName
 }
 
 // CloneStatus is performance_schema.clone_status: the last clone into this instance. It
@@ -73,7 +89,13 @@ type ReplicaOptions struct {
 	SourcePort     int
 	User, Password string
 	SemiSync       bool
-	TLS            bool
+	// TLS encrypts the connection to the source. TLSCAFile (a path on the replica) makes
+	// the replica verify the source's certificate against that CA; TLSVerifyName also
+	// checks that the certificate names SourceHost. A source that fails either check is
+	// refused: the receiver stops with a connection error.
+	TLS           bool
+	TLSCAFile     string
+	TLSVerifyName bool
 }
 
 // CloneOptions seed an instance with a copy of a donor's data.
@@ -96,6 +118,10 @@ type Instance interface {
 	PrepareClone(ctx context.Context, o CloneOptions) error
 	Clone(ctx context.Context, o CloneOptions) error
 	SetSuperReadOnly(ctx context.Context, on bool) error
+	// ReloadTLS makes mysqld read its certificate, key and CA files again (ALTER INSTANCE
+	// RELOAD TLS): new connections get the renewed certificate, open ones keep theirs. On
+	// a failure mysqld keeps serving what it had.
+	ReloadTLS(ctx context.Context) error
 	// Fence sets super_read_only and ends every client session but keep's (see Fence).
 	Fence(ctx context.Context, keep ...string) error
 	// StopReplication stops both threads (all=true) or only the receiver (all=false).

@@ -30,15 +30,26 @@ func (i *instance) Status(ctx context.Context) (*Status, error) {
 	if s.Clone, err = i.cloneStatus(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := i.db.QueryContext(ctx, qSemiSync)
+	if err := i.globalStatus(ctx, s); err != nil {
+		return nil, fmt.Errorf("%s: reading the global status: %w", i.cfg.Addr, err)
+	}
+	return s, nil
+}
+
+// sslTimeLayout is how mysqld prints a certificate's dates (OpenSSL's ASN1_TIME_print).
+const sslTimeLayout = "Jan _2 15:04:05 2006 MST"
+
+// globalStatus reads semi-sync's state and the served certificate's expiry.
+func (i *instance) globalStatus(ctx context.Context, s *Status) error {
+	rows, err := i.db.QueryContext(ctx, qGlobalStatus)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading semi-sync state: %w", i.cfg.Addr, err)
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name, value string
 		if err := rows.Scan(&name, &value); err != nil {
-			return nil, fmt.Errorf("%s: reading semi-sync state: %w", i.cfg.Addr, err)
+			return err
 		}
 		switch name {
 		case "Rpl_semi_sync_source_status":
@@ -47,18 +58,30 @@ func (i *instance) Status(ctx context.Context) (*Status, error) {
 			_, _ = fmt.Sscan(value, &s.SemiSyncSourceClients)
 		case "Rpl_semi_sync_replica_status":
 			s.SemiSyncReplica = value == "ON"
+		case "Ssl_server_not_after":
+			if value == "" {
+				continue
+			}
+			if s.TLSNotAfter, err = time.Parse(sslTimeLayout, value); err != nil {
+				return fmt.Errorf("status variable Ssl_server_not_after %q: %w", value, err)
+			}
 		}
 	}
-	return s, rows.Err()
+	return rows.Err()
+}
+
+func (i *instance) ReloadTLS(ctx context.Context) error {
+	return i.Exec(ctx, "ALTER INSTANCE RELOAD TLS")
 }
 
 func (i *instance) replica(ctx context.Context) (*ReplicaStatus, error) {
 	r := &ReplicaStatus{}
 	var io, sqlState string
 	var ioErrNo, sqlErrNo sql.NullInt64
-	var ioErr, sqlErr sql.NullString
+	var ioErr, sqlErr, caFile sql.NullString
+	var verify string
 	err := i.db.QueryRowContext(ctx, qReplica).Scan(&r.SourceHost, &r.SourcePort, &io, &sqlState,
-		&r.ReceivedGTIDSet, &ioErrNo, &ioErr, &sqlErrNo, &sqlErr)
+		&r.ReceivedGTIDSet, &ioErrNo, &ioErr, &sqlErrNo, &sqlErr, &caFile, &verify)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -67,6 +90,7 @@ func (i *instance) replica(ctx context.Context) (*ReplicaStatus, error) {
 	}
 	r.IORunning, r.SQLRunning, r.IOConnecting = io == "ON", sqlState == "ON", io == "CONNECTING"
 	r.ReceivedGTIDSet = normalizeGTID(r.ReceivedGTIDSet)
+	r.TLSCAFile, r.TLSVerifyName = caFile.String, verify == "YES"
 	if ioErrNo.Int64 != 0 {
 		r.LastIOError = fmt.Sprintf("%d: %s", ioErrNo.Int64, ioErr.String)
 	}
@@ -135,7 +159,7 @@ func (i *instance) ConfigureReplica(ctx context.Context, o ReplicaOptions) error
 	}
 	r := st.Replica
 	if r == nil || r.SourceHost != o.SourceHost || r.SourcePort != o.SourcePort || !r.IORunning || !r.SQLRunning ||
-		st.SemiSyncReplica != o.SemiSync {
+		st.SemiSyncReplica != o.SemiSync || !r.TLSAs(o) {
 		semi := "OFF"
 		if o.SemiSync {
 			semi = "ON"

@@ -12,7 +12,8 @@ const (
 	// qReplica joins the connection configuration and the two threads' states of the
 	// default channel; no row means the instance is not a replica.
 	qReplica = `SELECT c.HOST, c.PORT, s.SERVICE_STATE, a.SERVICE_STATE, s.RECEIVED_TRANSACTION_SET,
-  s.LAST_ERROR_NUMBER, s.LAST_ERROR_MESSAGE, w.LAST_ERROR_NUMBER, w.LAST_ERROR_MESSAGE
+  s.LAST_ERROR_NUMBER, s.LAST_ERROR_MESSAGE, w.LAST_ERROR_NUMBER, w.LAST_ERROR_MESSAGE,
+  c.SSL_CA_FILE, c.SSL_VERIFY_SERVER_CERTIFICATE
 FROM performance_schema.replication_connection_configuration c
 JOIN performance_schema.replication_connection_status s ON s.CHANNEL_NAME = c.CHANNEL_NAME
 JOIN performance_schema.replication_applier_status a ON a.CHANNEL_NAME = c.CHANNEL_NAME
@@ -28,9 +29,10 @@ FROM performance_schema.replication_applier_status_by_coordinator c
 JOIN performance_schema.replication_connection_status s ON s.CHANNEL_NAME = c.CHANNEL_NAME
 LEFT JOIN performance_schema.threads t ON t.THREAD_ID = c.THREAD_ID
 WHERE c.CHANNEL_NAME = '' AND c.SERVICE_STATE = 'ON'`
-	qPlugins  = `SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_STATUS = 'ACTIVE'`
-	qSemiSync = `SELECT VARIABLE_NAME, VARIABLE_VALUE FROM performance_schema.global_status
-WHERE VARIABLE_NAME IN ('Rpl_semi_sync_source_status', 'Rpl_semi_sync_source_clients', 'Rpl_semi_sync_replica_status')`
+	qPlugins      = `SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_STATUS = 'ACTIVE'`
+	qGlobalStatus = `SELECT VARIABLE_NAME, VARIABLE_VALUE FROM performance_schema.global_status
+WHERE VARIABLE_NAME IN ('Rpl_semi_sync_source_status', 'Rpl_semi_sync_source_clients', 'Rpl_semi_sync_replica_status',
+  'Ssl_server_not_after')`
 	qCloneState    = `SELECT STATE, ERROR_NO, ERROR_MESSAGE FROM performance_schema.clone_status`
 	qGTIDSubtract  = `SELECT GTID_SUBTRACT(?, ?)`
 	qWaitForGTID   = `SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)`
@@ -63,10 +65,15 @@ func changeSource(o ReplicaOptions) string {
 		"SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT=86400",
 		quote(o.SourceHost), o.SourcePort, quote(o.User), quote(o.Password))
 	if o.TLS {
-		b.WriteString(", SOURCE_SSL=1")
+		fmt.Fprintf(&b, ", SOURCE_SSL=1, SOURCE_SSL_CA=%s, SOURCE_SSL_VERIFY_SERVER_CERT=%d", quote(o.TLSCAFile), map[bool]int{true: 1}[o.TLSVerifyName])
 	} else {
-		// Without TLS, caching_sha2_password needs the source's public key to send the password.
-		b.WriteString(", GET_SOURCE_PUBLIC_KEY=1")
+		// Without TLS, caching_sha2_password needs the source's public key to send the
+		// password. The CA and name check are cleared (CHANGE REPLICATION SOURCE keeps what
+		// it is not told) but SOURCE_SSL=0 is not written: a channel never told it encrypts
+		// whenever the source offers TLS (SSL_ALLOWED=YES on 9.7), and over plain TCP the
+		// source noticed a stopped receiver only after more than 60 s, which held its
+		// semi-sync accounting (test/sql TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement).
+		b.WriteString(", SOURCE_SSL_CA='', SOURCE_SSL_VERIFY_SERVER_CERT=0, GET_SOURCE_PUBLIC_KEY=1")
 	}
 	return b.String()
 }

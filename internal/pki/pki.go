@@ -85,6 +85,19 @@ func Issue(ca *KeyPair, r Request, now time.Time, lifetime time.Duration, random
 	return sign(tmpl, ca.Cert, key, ca.Key, random)
 }
 
+// ParseCertificate reads the first certificate of a PEM bundle (a leaf before its chain).
+func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
+	b, _ := pem.Decode(certPEM)
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("while parsing a certificate: %w", err)
+	}
+	return cert, nil
+}
+
 // Parse reads a PEM certificate and its PEM EC key.
 func Parse(certPEM, keyPEM []byte) (*KeyPair, error) {
 	cb, _ := pem.Decode(certPEM)

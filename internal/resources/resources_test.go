@@ -383,6 +383,91 @@ func TestTLSSecretsIssueKeepAndRenew(t *testing.T) {
 	}
 }
 
+// TestANewCAIsTrustedAlongsideTheOneItReplaces: instances serve a certificate of the old CA
+// until they reload, so ca.crt trusts both for CATransition.
+func TestANewCAIsTrustedAlongsideTheOneItReplaces(t *testing.T) {
+	c := cluster()
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	first, err := TLSSecrets(c, nil, nil, start, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCA := parseCert(t, first.CA.Data[KeyCACert])
+	oldServer := parseCert(t, first.Server.Data[corev1.TLSCertKey])
+	trusts := func(r TLSResult, cert *x509.Certificate, at time.Time) bool {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(r.Server.Data[KeyCACert]) {
+			t.Fatal("ca.crt holds no certificate")
+		}
+		_, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: at, DNSName: "db-primary.prod.svc"})
+		return err == nil
+	}
+	if got := certCount(first.Server.Data[KeyCACert]); got != 1 || first.CA.Data[KeyPreviousCACert] != nil {
+		t.Errorf("a first CA trusts itself only: %d certificates, previous %q", got, first.CA.Data[KeyPreviousCACert])
+	}
+
+	cases := []struct {
+		name           string
+		ca, server     *corev1.Secret
+		at             time.Time
+		newCA, oldKept bool
+	}{
+		{"the CA in its renewal window is replaced and still trusted", first.CA, first.Server, oldCA.NotAfter.Add(-RenewBefore + time.Hour), true, true},
+		{"a deleted CA Secret: the CA the instances were given is still trusted", nil, first.Server, start.Add(time.Hour), true, true},
+		{"both Secrets deleted: nothing to keep", nil, nil, start.Add(time.Hour), true, false},
+		{"an expired old CA is not kept", first.CA, first.Server, oldCA.NotAfter.Add(time.Hour), true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := TLSSecrets(c, tc.ca, tc.server, tc.at, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			newCA := parseCert(t, r.CA.Data[KeyCACert])
+			if newCA.Equal(oldCA) != !tc.newCA {
+				t.Fatalf("new CA %v, want %v", !newCA.Equal(oldCA), tc.newCA)
+			}
+			if err := parseCert(t, r.Server.Data[corev1.TLSCertKey]).CheckSignatureFrom(newCA); err != nil {
+				t.Errorf("the server certificate is the new CA's: %v", err)
+			}
+			if got := trusts(r, oldServer, oldServer.NotBefore.Add(time.Hour)); got != tc.oldKept {
+				t.Errorf("ca.crt trusts the old CA's certificate: %v, want %v", got, tc.oldKept)
+			}
+			if !tc.oldKept {
+				return
+			}
+			if !r.RenewAt.Equal(transitionEnd(newCA, oldCA)) || r.RenewAt.After(tc.at.Add(CATransition)) {
+				t.Errorf("renew at %s: the bundle shrinks when the transition ends", r.RenewAt)
+			}
+			during, err := TLSSecrets(c, r.CA, r.Server, r.RenewAt.Add(-time.Minute), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(during.Server.Data[KeyCACert], r.Server.Data[KeyCACert]) {
+				t.Error("during the transition both CAs stay trusted")
+			}
+			after, err := TLSSecrets(c, r.CA, r.Server, r.RenewAt, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if certCount(after.Server.Data[KeyCACert]) != 1 || after.CA.Data[KeyPreviousCACert] != nil {
+				t.Error("after the transition the old CA is no longer trusted")
+			}
+			if !bytes.Equal(after.Server.Data[corev1.TLSCertKey], r.Server.Data[corev1.TLSCertKey]) {
+				t.Error("the server certificate is kept when the old CA goes")
+			}
+		})
+	}
+}
+
+func certCount(p []byte) int {
+	n := 0
+	for b, rest := pem.Decode(p); b != nil; b, rest = pem.Decode(rest) {
+		n++
+	}
+	return n
+}
+
 func parseCert(t *testing.T, p []byte) *x509.Certificate {
 	t.Helper()
 	b, _ := pem.Decode(p)

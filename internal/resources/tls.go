@@ -2,6 +2,8 @@ package resources
 
 import (
 	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"time"
 
@@ -17,8 +19,13 @@ const (
 	CALifetime     = 10 * 365 * 24 * time.Hour
 	ServerLifetime = 365 * 24 * time.Hour
 	RenewBefore    = 30 * 24 * time.Hour
-	KeyCACert      = "ca.crt"
-	KeyCAKey       = "ca.key"
+	// CATransition is how long after a new CA is made the one it replaced is still
+	// trusted (its certificate stays in the TLS Secret's ca.crt): long enough for every
+	// instance to load a certificate of the new CA, and for clients to take the new ca.crt.
+	CATransition      = RenewBefore
+	KeyCACert         = "ca.crt"
+	KeyCAKey          = "ca.key"
+	KeyPreviousCACert = "ca-previous.crt"
 )
 
 // TLSResult is what TLSSecrets decided.
@@ -34,6 +41,12 @@ type TLSResult struct {
 // certificates are kept; a certificate is (re)issued when it is missing, unreadable,
 // within RenewBefore of expiry, not signed by the current CA, or missing a name the
 // cluster's Services need.
+//
+// A new CA does not end the trust in the one it replaces at once: instances serve a
+// certificate of the old CA until they reload theirs, and the operator, replicas and
+// clients verify them with the TLS Secret's ca.crt. So for CATransition after a new CA is
+// made, ca.crt holds both CAs (the old one's certificate is kept in the CA Secret, or
+// read from the TLS Secret's ca.crt when the CA Secret was deleted to force a new CA).
 func TLSSecrets(c *mysqlv1beta1.MySQLCluster, existingCA, existingServer *corev1.Secret, now time.Time, random io.Reader) (TLSResult, error) {
 	if random == nil {
 		random = rand.Reader
@@ -41,7 +54,7 @@ func TLSSecrets(c *mysqlv1beta1.MySQLCluster, existingCA, existingServer *corev1
 	if (c.Spec.TLS.Enabled != nil && !*c.Spec.TLS.Enabled) || c.Spec.TLS.SecretName != "" {
 		return TLSResult{}, nil
 	}
-	ca, err := keepOrNewCA(c, existingCA, now, random)
+	ca, previous, err := keepOrNewCA(c, existingCA, existingServer, now, random)
 	if err != nil {
 		return TLSResult{}, err
 	}
@@ -55,15 +68,32 @@ func TLSSecrets(c *mysqlv1beta1.MySQLCluster, existingCA, existingServer *corev1
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)}
 	}
-	res := TLSResult{
-		CA: &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(CASecretName(c)),
-			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{KeyCACert: ca.CertPEM, KeyCAKey: ca.KeyPEM}},
-		Server: &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(TLSSecretName(c)),
-			Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: server.CertPEM,
-				corev1.TLSPrivateKeyKey: server.KeyPEM, KeyCACert: ca.CertPEM}},
+	caData := map[string][]byte{KeyCACert: ca.CertPEM, KeyCAKey: ca.KeyPEM}
+	trusted := ca.CertPEM
+	res := TLSResult{RenewAt: earliest(ca.Cert.NotAfter.Add(-RenewBefore), server.Cert.NotAfter.Add(-RenewBefore))}
+	if previous != nil {
+		caData[KeyPreviousCACert] = previous.Raw
+		trusted = append(append([]byte{}, ca.CertPEM...), previous.Raw...)
+		res.RenewAt = earliest(res.RenewAt, transitionEnd(ca.Cert, previous.Cert))
 	}
-	res.RenewAt = earliest(ca.Cert.NotAfter.Add(-RenewBefore), server.Cert.NotAfter.Add(-RenewBefore))
+	res.CA = &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(CASecretName(c)),
+		Type: corev1.SecretTypeOpaque, Data: caData}
+	res.Server = &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(TLSSecretName(c)),
+		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: server.CertPEM,
+			corev1.TLSPrivateKeyKey: server.KeyPEM, KeyCACert: trusted}}
 	return res, nil
+}
+
+// pemCert is a certificate with the PEM it was read from.
+type pemCert struct {
+	Cert *x509.Certificate
+	Raw  []byte
+}
+
+// transitionEnd is when the previous CA stops being trusted: CATransition after the
+// current one was made, or its own expiry if that comes first.
+func transitionEnd(current, previous *x509.Certificate) time.Time {
+	return earliest(current.NotBefore.Add(CATransition), previous.NotAfter)
 }
 
 // ServerDNSNames are the names clients and replicas use: every Service, and every
@@ -78,13 +108,47 @@ func ServerDNSNames(c *mysqlv1beta1.MySQLCluster) []string {
 	return append(names, "*."+h, "*."+h+".cluster.local")
 }
 
-func keepOrNewCA(c *mysqlv1beta1.MySQLCluster, s *corev1.Secret, now time.Time, random io.Reader) (*pki.KeyPair, error) {
-	if s != nil {
-		if kp, ok := pki.UsableCA(s.Data[KeyCACert], s.Data[KeyCAKey], now, RenewBefore); ok {
-			return kp, nil
+// keepOrNewCA returns the CA to sign with and the previous CA still trusted, if any.
+func keepOrNewCA(c *mysqlv1beta1.MySQLCluster, caSecret, server *corev1.Secret, now time.Time, random io.Reader) (*pki.KeyPair, *pemCert, error) {
+	if caSecret != nil {
+		if kp, ok := pki.UsableCA(caSecret.Data[KeyCACert], caSecret.Data[KeyCAKey], now, RenewBefore); ok {
+			prev := caCert(caSecret.Data[KeyPreviousCACert])
+			if prev != nil && !now.Before(transitionEnd(kp.Cert, prev.Cert)) {
+				prev = nil
+			}
+			return kp, prev, nil
 		}
 	}
-	return pki.NewCA(c.Namespace+"/"+c.Name+" MySQL CA", now, CALifetime, random)
+	kp, err := pki.NewCA(c.Namespace+"/"+c.Name+" MySQL CA", now, CALifetime, random)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The CA replaced: the CA Secret's, or when that is gone the one the instances were
+	// last given.
+	var prev *pemCert
+	if caSecret != nil {
+		prev = caCert(caSecret.Data[KeyCACert])
+	}
+	if prev == nil && server != nil {
+		prev = caCert(server.Data[KeyCACert])
+	}
+	if prev != nil && !now.Before(prev.Cert.NotAfter) {
+		prev = nil
+	}
+	return kp, prev, nil
+}
+
+// caCert reads the first certificate of a PEM bundle if it is a CA's; nil otherwise.
+func caCert(p []byte) *pemCert {
+	b, _ := pem.Decode(p)
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil || !cert.IsCA {
+		return nil
+	}
+	return &pemCert{Cert: cert, Raw: pem.EncodeToMemory(b)}
 }
 
 // keepServer returns the existing server pair if it is still good for these names and

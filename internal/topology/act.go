@@ -8,8 +8,10 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/gtid"
@@ -72,6 +74,8 @@ func group(k ActionKind) int {
 		return 1
 	case ActConfigureReplica:
 		return 2
+	case ActReloadTLS:
+		return 3
 	}
 	return 0
 }
@@ -146,6 +150,9 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 		return m.startClone(ctx, cl, t, a)
 	case ActSwitchover:
 		return m.switchover(ctx, cl, t, a)
+	case ActReloadTLS:
+		m.reloadTLS(ctx, cl, t, a.Target)
+		return nil
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -226,8 +233,14 @@ func (m *Manager) replicaOptions(cl *cluster, source string) mysql.ReplicaOption
 	if pod := cl.pods[source]; pod != nil {
 		host = m.Addresses.Host(cl.obj, pod)
 	}
-	return mysql.ReplicaOptions{SourceHost: host, SourcePort: resources.MySQLPort, User: resources.ReplicationUser,
+	o := mysql.ReplicaOptions{SourceHost: host, SourcePort: resources.MySQLPort, User: resources.ReplicationUser,
 		Password: cl.replicaPassword, SemiSync: semiSync(cl.obj), TLS: tlsEnabled(cl)}
+	if o.TLS {
+		// The source's certificate is checked against the cluster's CA, and its name too
+		// when replicas dial DNS names (the certificate names no pod IP).
+		o.TLSCAFile, o.TLSVerifyName = resources.TLSDir+"/"+resources.KeyCACert, m.Addresses != AddressPodIP
+	}
+	return o
 }
 
 // waitForReplicas is how many replicas' acknowledgements a commit on the primary of a
@@ -256,4 +269,27 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// reloadTLS has an instance load its certificate files again. A failure (files mysqld
+// refuses: a key that does not match, a certificate it cannot read) is logged and told in
+// a Warning Event but does not fail the pass: the instance goes on serving the certificate
+// it has, and the pass's role labels and later steps must not wait on the user's files.
+// It is tried again TLSReloadRetry later.
+func (m *Manager) reloadTLS(ctx context.Context, cl *cluster, t mysql.Instance, name string) {
+	err := t.ReloadTLS(ctx)
+	m.mu.Lock()
+	if m.tlsReloads == nil {
+		m.tlsReloads = map[string]tlsReload{}
+	}
+	m.tlsReloads[clusterKey(cl.obj)+name] = tlsReload{at: m.now(), failed: err != nil}
+	m.mu.Unlock()
+	if err == nil {
+		return
+	}
+	logf.FromContext(ctx).Error(err, "Certificate reload failed", "instance", name)
+	if m.Recorder != nil {
+		m.Recorder.Eventf(cl.obj, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonCertificateReloadFailed, string(ActReloadTLS),
+			"%s still serves its previous certificate: %v", name, err)
+	}
 }

@@ -15,6 +15,17 @@ import (
 // that move it one step towards health. It is pure; every rule is a named case in
 // decide_test.go.
 func Decide(in Input) Decision {
+	d := decideTopology(in)
+	for _, i := range in.Instances {
+		if i.ReloadTLS && i.Reachable && !i.Cloning {
+			d.Actions = append(d.Actions, Action{Kind: ActReloadTLS, Target: i.Name})
+		}
+	}
+	return d
+}
+
+// decideTopology decides the roles and replication; Decide adds the certificate reloads.
+func decideTopology(in Input) Decision {
 	byName := map[string]*Instance{}
 	for i := range in.Instances {
 		byName[in.Instances[i].Name] = &in.Instances[i]
@@ -401,7 +412,7 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 		// A replica with semi-sync's source side on (an old primary whose reconfiguration
 		// was cut short after replication started) would hold every commit its applier
 		// makes waiting for acknowledgements nobody sends.
-		if !r.replicating(p.Name) || r.Writable || r.SemiSyncReplica != in.SemiSync || r.SemiSyncSource {
+		if !r.replicating(p.Name) || r.Writable || r.SemiSyncReplica != in.SemiSync || r.SemiSyncSource || r.ChannelOutdated {
 			d.Actions = append(d.Actions, Action{Kind: ActConfigureReplica, Target: r.Name, From: p.Name})
 			why := "configuring replication from " + p.Name
 			if r.ReplicationError != "" {

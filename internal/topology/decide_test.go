@@ -260,6 +260,16 @@ func TestDecide(t *testing.T) {
 				roles: map[string]resources.Role{"db-0": resources.RoleNone, "db-1": resources.RoleReplica, "db-2": resources.RoleReplica}}},
 		{"a recorded primary that no longer exists fails over at once", input("db-5", h[1], h[2]),
 			want{state: StateFailover, actions: []Action{{Kind: ActFreeze, Target: "db-1"}, {Kind: ActFreeze, Target: "db-2"}}}},
+		// Certificates and the replicas' checks of them.
+		{"renewed certificates are reloaded on every instance, the cluster staying healthy", input("db-0", reloading(h[0]), reloading(h[1]), reloading(h[2])),
+			want{state: StateHealthy, primary: "db-0", healthy: true, actions: []Action{
+				{Kind: ActReloadTLS, Target: "db-0"}, {Kind: ActReloadTLS, Target: "db-1"}, {Kind: ActReloadTLS, Target: "db-2"}}}},
+		{"a reload comes after the topology's actions", input("db-0", h[0], reloading(with(h[1], func(i *Instance) { i.IORunning = false })), h[2]),
+			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActReloadTLS, Target: "db-1"}}}},
+		{"an instance being cloned or unreachable is not reloaded", input("db-0", reloading(h[0]), reloading(cloning(fresh("db-1", 1))), reloading(down("db-2", 2, time.Minute))),
+			want{primary: "db-0", actions: []Action{{Kind: ActReloadTLS, Target: "db-0"}}}},
+		{"a replica whose channel does not check its source as asked is reconfigured", input("db-0", h[0], with(h[1], func(i *Instance) { i.ChannelOutdated = true }), h[2]),
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonConfiguring, primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"after the promotion the others follow the new primary", input("db-1", down("db-0", 0, 10*time.Second), primary("db-1", 1, u1+":1-10"), frozen(h[2], u1+":1-9")),
 			want{state: StateDegraded, primary: "db-1", actions: []Action{{Kind: ActConfigureReplica, Target: "db-2", From: "db-1"}}}},
 	}
@@ -342,6 +352,8 @@ func frozen(i Instance, received string) Instance {
 func evicting(i Instance, stopped bool) Instance { i.Evicting, i.Stopped = true, stopped; return i }
 
 func cloning(i Instance) Instance { i.Cloning = true; return i }
+
+func reloading(i Instance) Instance { i.ReloadTLS = true; return i }
 
 func withAcks(in Input, n int) Input { in.AckCount = n; return in }
 

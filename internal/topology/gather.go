@@ -239,6 +239,9 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	if err == nil {
 		err = fill(&inst, st)
 	}
+	if err == nil {
+		m.checkTLS(cl, &inst, st)
+	}
 	if err == nil && !inst.Cloning && m.cloning(cl, name) {
 		inst.Cloning = true // started by this operator, not yet visible in clone_status
 	}
@@ -305,6 +308,42 @@ func fill(inst *Instance, st *mysql.Status) error {
 		}
 	}
 	return nil
+}
+
+// TLSReloadInterval is how long after a certificate reload that left an instance serving
+// its old certificate the reload is tried again. The kubelet writes a renewed Secret into
+// the pods' volumes some time after it changed (its sync period, a minute by default): a
+// reload before that loads the old files again. A reload costs a few milliseconds.
+// TLSReloadRetry is the wait after a reload that failed (files mysqld refuses).
+const (
+	TLSReloadInterval = 5 * time.Second
+	TLSReloadRetry    = time.Minute
+)
+
+// tlsReload is the last certificate reload asked of an instance.
+type tlsReload struct {
+	at     time.Time
+	failed bool
+}
+
+// checkTLS compares what the instance checks and serves with what the operator asks: its
+// channel's checks of its source's certificate, and its certificate's expiry with the TLS
+// Secret's.
+func (m *Manager) checkTLS(cl *cluster, inst *Instance, st *mysql.Status) {
+	if st.Replica != nil {
+		inst.ChannelOutdated = !st.Replica.TLSAs(m.replicaOptions(cl, ""))
+	}
+	if cl.tlsNotAfter.IsZero() || st.TLSNotAfter.IsZero() || st.TLSNotAfter.Equal(cl.tlsNotAfter) {
+		return
+	}
+	m.mu.Lock()
+	last, tried := m.tlsReloads[clusterKey(cl.obj)+inst.Name]
+	m.mu.Unlock()
+	wait := TLSReloadInterval
+	if last.failed {
+		wait = TLSReloadRetry
+	}
+	inst.ReloadTLS = !tried || m.now().Sub(last.at) >= wait
 }
 
 // resolveSources turns each replica's source host into the instance it names ("?" when it

@@ -23,6 +23,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/metrics"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/pki"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -91,8 +92,11 @@ type Manager struct {
 	// logged is the state and reason last logged, by cluster key: a cluster that stays
 	// in one state is logged once, not once a pass.
 	logged map[string]string
-	base   context.Context // the manager's, once started
-	events chan event.GenericEvent
+	// tlsReloads is the last certificate reload asked of an instance, by cluster key +
+	// instance.
+	tlsReloads map[string]tlsReload
+	base       context.Context // the manager's, once started
+	events     chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
@@ -177,6 +181,11 @@ func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 			delete(m.down, k)
 		}
 	}
+	for k := range m.tlsReloads {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.tlsReloads, k)
+		}
+	}
 	delete(m.announced, prefix)
 	delete(m.logged, prefix)
 	for k, run := range m.clones {
@@ -203,6 +212,9 @@ type cluster struct {
 	failedPrimary string
 	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
 	tlsCA []byte
+	// tlsNotAfter is the expiry of the TLS Secret's certificate: an instance serving one
+	// that expires otherwise has not loaded it yet. Zero with TLS off.
+	tlsNotAfter time.Time
 
 	timingsMu sync.Mutex
 	took      []string // each action carried out and how long it took, in the order they ended
@@ -247,6 +259,11 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 		if cl.tlsCA = tlsSecret.Data[resources.KeyCACert]; len(cl.tlsCA) == 0 {
 			return nil, fmt.Errorf("TLS Secret %s has no %s to verify the instances with", tlsSecret.Name, resources.KeyCACert)
 		}
+		cert, err := pki.ParseCertificate(tlsSecret.Data[corev1.TLSCertKey])
+		if err != nil {
+			return nil, fmt.Errorf("TLS Secret %s: %s: %w", tlsSecret.Name, corev1.TLSCertKey, err)
+		}
+		cl.tlsNotAfter = cert.NotAfter
 	}
 	lease := &coordinationv1.Lease{}
 	err := m.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: LeaseName(c)}, lease)

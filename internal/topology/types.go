@@ -52,6 +52,12 @@ type Instance struct {
 	// CloneError is the error of its last clone when that failed.
 	Cloning    bool
 	CloneError string
+	// ChannelOutdated: its replication channel checks its source's certificate otherwise
+	// than the operator now asks (a channel an earlier release set up without checks).
+	ChannelOutdated bool
+	// ReloadTLS: it serves a certificate other than the TLS Secret's (renewed since mysqld
+	// read it), and no reload was tried within TLSReloadInterval.
+	ReloadTLS bool
 }
 
 // replicating reports whether the instance applies from source with both threads running.
@@ -151,6 +157,9 @@ const (
 	// records Target as primary and makes it writable. The decision's ConfigureReplica
 	// actions that follow make From and the other replicas replicate from Target.
 	ActSwitchover ActionKind = "Switchover"
+	// ActReloadTLS makes Target's mysqld load its certificate files again. Reloads come
+	// after every other action, so that one that fails holds nothing else up.
+	ActReloadTLS ActionKind = "ReloadTLS"
 )
 
 // Action is one step for act.

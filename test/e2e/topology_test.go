@@ -69,12 +69,14 @@ FROM performance_schema.threads WHERE PROCESSLIST_USER = 'dolphin-admin' AND TYP
 			continue
 		}
 		require.True(t, sro, "%s (replica) is fenced with super_read_only", n)
-		var host, io, sqlState, ssl string
-		require.NoError(t, d.QueryRow(`SELECT c.HOST, s.SERVICE_STATE, a.SERVICE_STATE, c.SSL_ALLOWED
+		var host, io, sqlState, ssl, caFile, verify string
+		require.NoError(t, d.QueryRow(`SELECT c.HOST, s.SERVICE_STATE, a.SERVICE_STATE, c.SSL_ALLOWED, c.SSL_CA_FILE, c.SSL_VERIFY_SERVER_CERTIFICATE
 FROM performance_schema.replication_connection_configuration c
 JOIN performance_schema.replication_connection_status s USING (CHANNEL_NAME)
-JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan(&host, &io, &sqlState, &ssl))
+JOIN performance_schema.replication_applier_status a USING (CHANNEL_NAME)`).Scan(&host, &io, &sqlState, &ssl, &caFile, &verify))
 		require.Equal(t, "YES", ssl, "%s replicates over TLS", n)
+		require.Equal(t, resources.TLSDir+"/"+resources.KeyCACert, caFile, "%s checks its source's certificate against the cluster's CA", n)
+		require.Equal(t, "YES", verify, "%s checks its source's certificate names the host it dials", n)
 		require.Equal(t, primaryHost, host, "%s replicates from %s by its DNS name", n, primary)
 		require.Equal(t, "ON", io, n)
 		require.Equal(t, "ON", sqlState, n)

@@ -24,18 +24,25 @@ func cluster(t *testing.T, n int) ([]*mysqld.Instance, []mysql.Instance) {
 	servers := mysqld.StartN(t, n)
 	out := make([]mysql.Instance, n)
 	for k, s := range servers {
-		in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: "root", Password: mysqld.RootPassword})
-		require.NoError(t, err)
-		t.Cleanup(func() { in.Close() })
-		require.NoError(t, in.ExecUnlogged(context.Background(),
-			fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", replUser, replPassword),
-			fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN, CLONE_ADMIN ON *.* TO '%s'@'%%'", replUser)))
-		st, err := in.Status(context.Background())
-		require.NoError(t, err)
-		require.Empty(t, st.GTIDExecuted, "unlogged statements leave no GTID")
-		out[k] = in
+		out[k] = withReplicationAccount(t, s)
 	}
 	return servers, out
+}
+
+// withReplicationAccount opens the SQL layer on s and creates the replication account
+// without logging it.
+func withReplicationAccount(t *testing.T, s *mysqld.Instance) mysql.Instance {
+	t.Helper()
+	in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: "root", Password: mysqld.RootPassword})
+	require.NoError(t, err)
+	t.Cleanup(func() { in.Close() })
+	require.NoError(t, in.ExecUnlogged(context.Background(),
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", replUser, replPassword),
+		fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN, CLONE_ADMIN ON *.* TO '%s'@'%%'", replUser)))
+	st, err := in.Status(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, st.GTIDExecuted, "unlogged statements leave no GTID")
+	return in
 }
 
 // testContext bounds a test: a statement that blocks (a semi-sync commit without
