@@ -69,6 +69,21 @@ func observeRollout(sts *appsv1.StatefulSet, desired int32) rollout {
 	return ro
 }
 
+// runningVersion is the release the rolled-out StatefulSet's mysqld image names, so that a
+// series ("9.7") is recorded as the release it runs; an image that names none (a digest)
+// leaves the version as the spec writes it.
+func runningVersion(sts *appsv1.StatefulSet, c *mysqlv1beta1.MySQLCluster) string {
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		if ctr.Name != resources.ContainerMySQL {
+			continue
+		}
+		if v, ok := resources.ImageRelease(ctr.Image); ok {
+			return v.String()
+		}
+	}
+	return c.Spec.MySQL.Version
+}
+
 // computeStatus is the whole status, as a pure function of what the pass saw.
 func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error) mysqlv1beta1.MySQLClusterStatus {
 	c := st.cluster
@@ -92,7 +107,7 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 		s.Backup = backupStatus(c, old.Backup, st)
 	}
 	if ro.rolledOut {
-		s.Version = c.Spec.MySQL.Version
+		s.Version = runningVersion(st.statefulSet, c)
 	}
 	set := func(t string, ok metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: ok, Reason: reason,

@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/internal/topology"
 )
 
@@ -128,5 +130,29 @@ func TestComputeStatusIsStableAcrossPasses(t *testing.T) {
 	}
 	if first.Version != "8.4" {
 		t.Errorf("version once rolled out: %q", first.Version)
+	}
+}
+
+func TestStatusVersionIsTheReleaseTheRolledOutImageNames(t *testing.T) {
+	for name, tc := range map[string]struct {
+		image  string
+		rolled bool
+		want   string
+	}{
+		"a series runs its image's release":           {"registry.local/mysql:9.7.3-oracle", true, "9.7.3"},
+		"a digest names no release: the spec's":       {"registry.local/mysql@sha256:abc", true, "9.7"},
+		"not rolled out: the version recorded before": {"registry.local/mysql:9.7.5", false, "9.7.2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := testCluster()
+			c.Spec.MySQL.Version, c.Status.Version = "9.7", "9.7.2"
+			s := sts(3, 3, 3, tc.rolled)
+			s.Spec.Template.Spec.Containers = []corev1.Container{
+				{Name: resources.ContainerExporter, Image: "registry.local/exporter:0.19.0"},
+				{Name: resources.ContainerMySQL, Image: tc.image}}
+			if got := computeStatus(c, &state{cluster: c, statefulSet: s}, nil).Version; got != tc.want {
+				t.Errorf("status.version %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

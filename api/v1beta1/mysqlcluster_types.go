@@ -425,7 +425,9 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Endpoints"
 	Endpoints ClusterEndpoints `json:"endpoints,omitempty"`
-	// Version is the MySQL release the instances run.
+	// Version is the MySQL release the instances run, as the rolled-out image's tag names it
+	// (a series in spec.mysql.version is recorded as its release); the spec's version when
+	// the image names none (a digest).
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Version string `json:"version,omitempty"`

@@ -34,6 +34,7 @@ func (c *MySQLCluster) Validate() field.ErrorList {
 func (c *MySQLCluster) ValidateChange(old *MySQLCluster) field.ErrorList {
 	errs := c.Validate()
 	errs = append(errs, validateVersionChange(old, c)...)
+	errs = append(errs, validateScaleDown(old, c)...)
 	errs = append(errs, validateStorageChange(old, c)...)
 	errs = append(errs, validateBootstrapChange(old, c)...)
 	return errs
@@ -130,6 +131,23 @@ func validateVersion(c *MySQLCluster) field.ErrorList {
 	return nil
 }
 
+// validateScaleDown names spec.instances when a scale-down is what leaves semi-sync
+// fewer replicas than it waits for (validateReplication reports the same conflict on
+// waitForReplicaCount, which is what a new cluster's author would change).
+func validateScaleDown(old, c *MySQLCluster) field.ErrorList {
+	ss := c.Spec.Replication.SemiSync
+	if old.Spec.Instances == nil || c.Spec.Instances == nil || *c.Spec.Instances >= *old.Spec.Instances ||
+		*c.Spec.Instances < 2 || ss.WaitForReplicaCount == nil || (ss.Enabled != nil && !*ss.Enabled) {
+		return nil
+	}
+	if n := *ss.WaitForReplicaCount; n > *c.Spec.Instances-1 {
+		return field.ErrorList{field.Forbidden(specPath.Child("instances"), fmt.Sprintf(
+			"scaling down to %d instances leaves %d replicas, fewer than the %d that replication.semiSync.waitForReplicaCount makes every commit wait for: lower it first",
+			*c.Spec.Instances, *c.Spec.Instances-1, n))}
+	}
+	return nil
+}
+
 func validateVersionChange(old, c *MySQLCluster) field.ErrorList {
 	from, errOld := ParseMySQLVersion(old.Spec.MySQL.Version)
 	to, errNew := ParseMySQLVersion(c.Spec.MySQL.Version)
@@ -140,6 +158,26 @@ func validateVersionChange(old, c *MySQLCluster) field.ErrorList {
 		return field.ErrorList{field.Forbidden(specPath.Child("mysql", "version"), err.Error())}
 	}
 	return nil
+}
+
+// ValidateRelease refuses a spec that would run an older MySQL release than the one the
+// instances run (status.version): MySQL cannot downgrade in place, and a series ("9.7")
+// runs whatever release the operator's image for it is, which can be older than a release
+// pinned before ("9.7.4"). to is the release c's spec would run, as the operator resolves
+// it; ok false (an image that names no release) leaves only validateVersionChange's
+// comparison of the versions as written.
+func (c *MySQLCluster) ValidateRelease(old *MySQLCluster, to MySQLVersion, ok bool) field.ErrorList {
+	running, err := ParseMySQLVersion(old.Status.Version)
+	if !ok || err != nil || running.Patch < 0 || to.Compare(running) >= 0 {
+		return nil
+	}
+	p, value := specPath.Child("mysql", "version"), c.Spec.MySQL.Version
+	if c.Spec.MySQL.Image != "" {
+		p, value = specPath.Child("mysql", "image"), c.Spec.MySQL.Image
+	}
+	return field.ErrorList{field.Forbidden(p, fmt.Sprintf(
+		"%s would run MySQL %s, older than the %s the instances run: MySQL cannot downgrade in place (pin %s or later)",
+		value, to, running, running))}
 }
 
 // ownedSettings are my.cnf settings the operator sets itself: changing them would break

@@ -353,3 +353,61 @@ func TestValidateBootstrap(t *testing.T) {
 		t.Run("change/"+name, func(t *testing.T) { expect(t, validateBootstrapChange(tc.old, tc.c), tc.want) })
 	}
 }
+
+func TestAChangeThatWouldRunAnOlderReleaseIsRefused(t *testing.T) {
+	v := func(s string) MySQLVersion {
+		parsed, err := ParseMySQLVersion(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parsed
+	}
+	for name, tc := range map[string]struct {
+		running string // status.version
+		image   string
+		to      MySQLVersion
+		known   bool
+		want    map[string]string
+	}{
+		"a series that resolves older than the pinned release": {"9.7.4", "", v("9.7.3"), true,
+			map[string]string{"spec.mysql.version": "would run MySQL 9.7.3, older than the 9.7.4"}},
+		"a series that resolves to the running release": {"9.7.4", "", v("9.7.4"), true, nil},
+		"a newer release":                                {"9.7.4", "", v("9.7.5"), true, nil},
+		"an image that names no release":                 {"9.7.4", "", v("9.7"), false, nil},
+		"no release recorded yet":                        {"", "", v("9.7.3"), true, nil},
+		"a series recorded by a release before this one": {"9.7", "", v("9.7.3"), true, nil},
+		"a custom image's older release": {"9.7.4", "mine/mysql:9.7.2", v("9.7.2"), true,
+			map[string]string{"spec.mysql.image": "mine/mysql:9.7.2 would run MySQL 9.7.2"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := cluster(func(c *MySQLCluster) { c.Spec.MySQL.Version, c.Status.Version = "9.7.4", tc.running })
+			c := cluster(func(c *MySQLCluster) { c.Spec.MySQL.Version, c.Spec.MySQL.Image = "9.7", tc.image })
+			expect(t, c.ValidateRelease(old, tc.to, tc.known), tc.want)
+		})
+	}
+}
+
+func TestAScaleDownBelowTheSemiSyncMinimumNamesInstances(t *testing.T) {
+	for name, tc := range map[string]struct {
+		from, to, wait int32
+		semiSync       bool
+		want           map[string]string
+	}{
+		"to the minimum":              {5, 3, 2, true, nil},
+		"below the minimum":           {5, 2, 2, true, map[string]string{"spec.instances": "fewer than the 2", "spec.replication.semiSync.waitForReplicaCount": "wait forever"}},
+		"to a single instance":        {3, 1, 1, true, nil},
+		"semi-sync off":               {5, 2, 2, false, nil},
+		"unchanged: left to Validate": {2, 2, 2, true, map[string]string{"spec.replication.semiSync.waitForReplicaCount": "wait forever"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mk := func(n int32) *MySQLCluster {
+				return cluster(func(c *MySQLCluster) {
+					c.Spec.Instances = new(n)
+					c.Spec.Replication.SemiSync.WaitForReplicaCount = new(tc.wait)
+					c.Spec.Replication.SemiSync.Enabled = new(tc.semiSync)
+				})
+			}
+			expect(t, mk(tc.to).ValidateChange(mk(tc.from)), tc.want)
+		})
+	}
+}

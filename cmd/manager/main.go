@@ -388,7 +388,7 @@ func selfIssueWebhookCert(ctx context.Context, o *options) (client.Client, error
 
 // setupWebhooks registers the defaulting, validating and conversion webhooks.
 func setupWebhooks(mgr ctrl.Manager) error {
-	if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr); err != nil {
+	if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr, resources.ImagesFromEnv(os.Getenv)); err != nil {
 		return fmt.Errorf("while registering the MySQLCluster webhooks: %w", err)
 	}
 	if err := webhookv1beta1.SetupMySQLBackupWebhookWithManager(mgr); err != nil {

@@ -64,11 +64,45 @@ func (i Images) MySQLImage(c *mysqlv1beta1.MySQLCluster) string {
 	if v.Patch < 0 || strings.Contains(img, "@") {
 		return img // a digest-pinned image (disconnected installs) is used as given
 	}
-	repo := img
-	if k := strings.LastIndex(img, ":"); k > strings.LastIndex(img, "/") {
-		repo = img[:k]
-	}
+	repo, _ := splitTag(img)
 	return repo + ":" + v.String()
+}
+
+// splitTag splits an image reference at its tag ("" when it has none).
+func splitTag(img string) (repo, tag string) {
+	if k := strings.LastIndex(img, ":"); k > strings.LastIndex(img, "/") {
+		return img[:k], img[k+1:]
+	}
+	return img, ""
+}
+
+// Release is the MySQL release the cluster's image runs: the pinned release of
+// spec.mysql.version, else the release its image's tag names ("mysql:9.7.4",
+// "mysql:9.7.4-oracle"). ok is false when the image names none: a digest, or a tag such
+// as "latest".
+func (i Images) Release(c *mysqlv1beta1.MySQLCluster) (v mysqlv1beta1.MySQLVersion, ok bool) {
+	if c.Spec.MySQL.Image == "" {
+		if v, err := mysqlv1beta1.ParseMySQLVersion(c.Spec.MySQL.Version); err == nil && v.Patch >= 0 {
+			return v, true
+		}
+	}
+	return ImageRelease(i.MySQLImage(c))
+}
+
+// ImageRelease is the MySQL release an image's tag names ("mysql:9.7.4",
+// "mysql:9.7.4-oracle"); ok is false for a digest, a tag such as "latest", or a release of a
+// series the operator does not run.
+func ImageRelease(img string) (v mysqlv1beta1.MySQLVersion, ok bool) {
+	if strings.Contains(img, "@") {
+		return v, false
+	}
+	_, tag := splitTag(img)
+	tag, _, _ = strings.Cut(tag, "-")
+	v, err := mysqlv1beta1.ParseMySQLVersion(tag)
+	if err != nil || v.Patch < 0 {
+		return v, false
+	}
+	return v, true
 }
 
 // ExporterImage is the exporter's image: the cluster's override or the operator's.

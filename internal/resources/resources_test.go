@@ -562,3 +562,33 @@ func TestScheduledBackup(t *testing.T) {
 		t.Errorf("got %+v", b)
 	}
 }
+
+func TestAClustersReleaseIsResolvedFromItsVersionOrItsImage(t *testing.T) {
+	env := map[string]string{"RELATED_IMAGE_MYSQL_8_4": "registry.local/mysql@sha256:abc", "RELATED_IMAGE_MYSQL_9_7": "registry.local/mysql:9.7.3-oracle"}
+	img := ImagesFromEnv(func(k string) string { return env[k] })
+	for name, tc := range map[string]struct {
+		version, image string
+		want           string // "" when unknown
+	}{
+		"a series resolves to its image's tag":      {"9.7", "", "9.7.3"},
+		"a pinned release is itself":                {"9.7.4", "", "9.7.4"},
+		"a digest-pinned series image is unknown":   {"8.4", "", ""},
+		"a custom image's tag":                      {"9.7", "mine/mysql:9.7.5", "9.7.5"},
+		"a custom image wins over a pinned release": {"9.7.4", "mine/mysql:9.7.2", "9.7.2"},
+		"a custom image without a release":          {"9.7", "mine/mysql:latest", ""},
+		"a custom image of an unsupported series":   {"9.7", "mine/mysql:8.0.40", ""},
+	} {
+		c := cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Version, c.Spec.MySQL.Image = tc.version, tc.image })
+		v, ok := img.Release(c)
+		got := ""
+		if ok {
+			got = v.String()
+		}
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", name, got, tc.want)
+		}
+	}
+	if v, ok := ImagesFromEnv(func(string) string { return "" }).Release(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Version = "8.4" })); !ok || v.String() != "8.4.6" {
+		t.Errorf("the default 8.4 image runs %v (%v)", v, ok)
+	}
+}

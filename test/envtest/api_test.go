@@ -18,6 +18,7 @@ import (
 
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
 	"github.com/dolphin-operator/dolphin/test/envtest"
 	"github.com/dolphin-operator/dolphin/test/ground"
@@ -27,7 +28,7 @@ import (
 // defaulted and validated by, Dolphin's webhooks served over TLS by this process.
 func startWithWebhooks(t *testing.T) *envtest.Env {
 	return envtest.Start(t, envtest.Options{Webhooks: true}, func(mgr ctrl.Manager) error {
-		if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr); err != nil {
+		if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr, resources.ImagesFromEnv(func(string) string { return "" })); err != nil {
 			return err
 		}
 		return webhookv1beta1.SetupMySQLBackupWebhookWithManager(mgr)
@@ -108,6 +109,31 @@ func TestWebhooksThroughARealAPIServer(t *testing.T) {
 		require.Error(t, err)
 		require.Contains(t, err.Error(), "spec.mysql.version")
 		require.Contains(t, err.Error(), "downgrading MySQL from 9.7 to 8.4")
+	})
+
+	t.Run("unpinning a release the operator's image is older than is refused", func(t *testing.T) {
+		cl := v1beta1Cluster(ns, "pinned")
+		cl.Spec.MySQL.Version = "9.7.99"
+		require.NoError(t, c.Create(ctx, cl))
+		cl.Status.Version = "9.7.99" // what the instances report once rolled out
+		require.NoError(t, c.Status().Update(ctx, cl))
+		cl.Spec.MySQL.Version = "9.7"
+		err := c.Update(ctx, cl)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "spec.mysql.version")
+		require.Contains(t, err.Error(), "older than the 9.7.99 the instances run")
+	})
+
+	t.Run("a scale-down below the semi-sync minimum is refused naming spec.instances", func(t *testing.T) {
+		cl := v1beta1Cluster(ns, "acked")
+		cl.Spec.Instances = new(int32(5))
+		cl.Spec.Replication.SemiSync.WaitForReplicaCount = new(int32(3))
+		require.NoError(t, c.Create(ctx, cl))
+		cl.Spec.Instances = new(int32(3))
+		err := c.Update(ctx, cl)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "spec.instances")
+		require.Contains(t, err.Error(), "waitForReplicaCount")
 	})
 
 	t.Run("a shrink is refused naming the field", func(t *testing.T) {

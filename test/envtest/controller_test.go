@@ -37,7 +37,7 @@ func controllerEnv(t testing.TB) (*envtest.Env, *controllers.MySQLClusterReconci
 			Images:   resources.ImagesFromEnv(func(string) string { return "" })}
 		return rec.SetupWithManager(mgr)
 	}}, func(mgr ctrl.Manager) error {
-		if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr); err != nil {
+		if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr, resources.ImagesFromEnv(func(string) string { return "" })); err != nil {
 			return err
 		}
 		return webhookv1beta1.SetupMySQLBackupWebhookWithManager(mgr)

@@ -13,14 +13,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 // SetupMySQLClusterWebhookWithManager registers the defaulting and validating webhooks of
 // MySQLCluster, and the conversion webhook (v1alpha1 <-> v1beta1) that comes with them.
-func SetupMySQLClusterWebhookWithManager(mgr ctrl.Manager) error {
+// images are the operand images the operator runs, by which a version resolves to a release.
+func SetupMySQLClusterWebhookWithManager(mgr ctrl.Manager, images resources.Images) error {
 	return ctrl.NewWebhookManagedBy(mgr, &mysqlv1beta1.MySQLCluster{}).
 		WithDefaulter(&MySQLClusterDefaulter{}).
-		WithValidator(&MySQLClusterValidator{Reader: mgr.GetClient()}).
+		WithValidator(&MySQLClusterValidator{Reader: mgr.GetClient(), Images: images}).
 		Complete()
 }
 
@@ -46,6 +48,9 @@ type MySQLClusterValidator struct {
 	// Reader reads the backup and the cluster a point-in-time recovery starts from; nil
 	// leaves that check to the restore.
 	Reader client.Reader
+	// Images resolve a spec to the MySQL release it would run, so that no change runs an
+	// older one than the instances do.
+	Images resources.Images
 }
 
 // ValidateCreate implements admission.Validator.
@@ -104,11 +109,19 @@ func (v *MySQLClusterValidator) recoveryWindow(ctx context.Context, c *mysqlv1be
 
 // ValidateUpdate implements admission.Validator. An object being deleted may still be
 // updated (finalizers come off) whatever its spec says.
-func (*MySQLClusterValidator) ValidateUpdate(_ context.Context, old, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
+func (v *MySQLClusterValidator) ValidateUpdate(_ context.Context, old, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
 	if c.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	return nil, invalid("MySQLCluster", c.Name, c.ValidateChange(old))
+	errs := c.ValidateChange(old)
+	// Only a change of the release the spec resolves to is checked: a spec that already
+	// resolved older (an operator rolled back to an older image) must still take unrelated
+	// changes, such as the pin that fixes it.
+	to, known := v.Images.Release(c)
+	if from, ok := v.Images.Release(old); !ok || from.Compare(to) != 0 {
+		errs = append(errs, c.ValidateRelease(old, to, known)...)
+	}
+	return nil, invalid("MySQLCluster", c.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator; deletion is always allowed.

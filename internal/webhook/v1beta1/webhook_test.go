@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 func TestValidatorReportsEveryProblemAtOnce(t *testing.T) {
@@ -86,5 +87,45 @@ func TestARecoveryTargetOutsideTheWindowIsRefusedWithTheWindow(t *testing.T) {
 				t.Errorf("warnings %q, want %q", got, tc.warned)
 			}
 		})
+	}
+}
+
+// TestUnpinningAReleaseThatWouldRunAnOlderOneIsRefused: the operator's 9.7 image is 9.7.3,
+// so moving a cluster running 9.7.4 from "9.7.4" back to "9.7" would downgrade it.
+func TestUnpinningAReleaseThatWouldRunAnOlderOneIsRefused(t *testing.T) {
+	env := map[string]string{"RELATED_IMAGE_MYSQL_9_7": "registry.local/mysql:9.7.3"}
+	v := &MySQLClusterValidator{Images: resources.ImagesFromEnv(func(k string) string { return env[k] })}
+	old := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	old.Spec.Instances = new(int32(3))
+	old.Default()
+	old.Spec.MySQL.Version, old.Status.Version = "9.7.4", "9.7.4"
+	for _, tc := range []struct {
+		version, image, refused string
+	}{
+		{"9.7", "", "spec.mysql.version"},
+		{"9.7.2", "", "spec.mysql.version"},
+		{"9.7.4", "mine/mysql:9.7.1", "spec.mysql.image"},
+		{"9.7.5", "", ""},
+		{"9.7", "mine/mysql@sha256:abc", ""},
+	} {
+		c := old.DeepCopy()
+		c.Spec.MySQL.Version, c.Spec.MySQL.Image = tc.version, tc.image
+		_, err := v.ValidateUpdate(t.Context(), old, c)
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s %s: refused: %v", tc.version, tc.image, err)
+		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "cannot downgrade")):
+			t.Errorf("%s %s: want a refusal naming %s, got %v", tc.version, tc.image, tc.refused, err)
+		}
+	}
+
+	// A spec that already resolves older (the operator's image went back) takes changes
+	// that leave the release as it is.
+	stale := old.DeepCopy()
+	stale.Spec.MySQL.Version = "9.7"
+	scaled := stale.DeepCopy()
+	scaled.Spec.Instances = new(int32(5))
+	if _, err := v.ValidateUpdate(t.Context(), stale, scaled); err != nil {
+		t.Errorf("a change that keeps the release was refused: %v", err)
 	}
 }
