@@ -36,8 +36,9 @@ func (i *instance) Status(ctx context.Context) (*Status, error) {
 	return s, nil
 }
 
-// sslTimeLayout is how mysqld prints a certificate's dates (OpenSSL's ASN1_TIME_print).
-const sslTimeLayout = "Jan _2 15:04:05 2006 MST"
+// SSLTimeLayout is how mysqld prints a certificate's dates (OpenSSL's ASN1_TIME_print), as
+// in the status variable Ssl_server_not_after.
+const SSLTimeLayout = "Jan _2 15:04:05 2006 MST"
 
 // globalStatus reads semi-sync's state and the served certificate's expiry.
 func (i *instance) globalStatus(ctx context.Context, s *Status) error {
@@ -62,7 +63,7 @@ func (i *instance) globalStatus(ctx context.Context, s *Status) error {
 			if value == "" {
 				continue
 			}
-			if s.TLSNotAfter, err = time.Parse(sslTimeLayout, value); err != nil {
+			if s.TLSNotAfter, err = time.Parse(SSLTimeLayout, value); err != nil {
 				return fmt.Errorf("status variable Ssl_server_not_after %q: %w", value, err)
 			}
 		}

@@ -59,7 +59,7 @@ func TestTheServedCertificatesExpiryIsReadAsMySQLPrintsIt(t *testing.T) {
 		"Dec  4 04:27:01 2027 GMT": time.Date(2027, 12, 4, 4, 27, 1, 0, time.UTC),
 		"Jan 15 23:59:59 2036 GMT": time.Date(2036, 1, 15, 23, 59, 59, 0, time.UTC),
 	} {
-		got, err := time.Parse(sslTimeLayout, value)
+		got, err := time.Parse(SSLTimeLayout, value)
 		if err != nil || !got.Equal(want) {
 			t.Errorf("%q: got %v (%v), want %v", value, got, err, want)
 		}

@@ -140,15 +140,11 @@ func keepOrNewCA(c *mysqlv1beta1.MySQLCluster, caSecret, server *corev1.Secret, 
 
 // caCert reads the first certificate of a PEM bundle if it is a CA's; nil otherwise.
 func caCert(p []byte) *pemCert {
-	b, _ := pem.Decode(p)
-	if b == nil || b.Type != "CERTIFICATE" {
-		return nil
-	}
-	cert, err := x509.ParseCertificate(b.Bytes)
+	cert, err := pki.ParseCertificate(p)
 	if err != nil || !cert.IsCA {
 		return nil
 	}
-	return &pemCert{Cert: cert, Raw: pem.EncodeToMemory(b)}
+	return &pemCert{Cert: cert, Raw: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})}
 }
 
 // keepServer returns the existing server pair if it is still good for these names and

@@ -56,7 +56,8 @@ type Instance struct {
 	// than the operator now asks (a channel an earlier release set up without checks).
 	ChannelOutdated bool
 	// ReloadTLS: it serves a certificate other than the TLS Secret's (renewed since mysqld
-	// read it), and no reload was tried within TLSReloadInterval.
+	// read it), and no reload was tried within TLSReloadInterval (TLSReloadRetry after one
+	// mysqld refused).
 	ReloadTLS bool
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/pki"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
@@ -134,7 +135,7 @@ func served(ns string, cert *x509.Certificate, names ...string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", n, err)
 		}
-		got, err := time.Parse("Jan _2 15:04:05 2006 MST", v)
+		got, err := time.Parse(mysql.SSLTimeLayout, v)
 		if err != nil {
 			return fmt.Errorf("%s: Ssl_server_not_after %q: %w", n, v, err)
 		}
