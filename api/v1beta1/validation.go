@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -253,9 +252,8 @@ func validatePrimary(c *MySQLCluster) field.ErrorList {
 	}
 	p := specPath.Child("primary")
 	prefix := c.Name + "-"
-	ord, err := strconv.Atoi(strings.TrimPrefix(c.Spec.Primary, prefix))
-	if !strings.HasPrefix(c.Spec.Primary, prefix) || err != nil || ord < 0 ||
-		strconv.Itoa(ord) != strings.TrimPrefix(c.Spec.Primary, prefix) {
+	ord, ok := c.InstanceOrdinal(c.Spec.Primary)
+	if !ok {
 		return field.ErrorList{field.Invalid(p, c.Spec.Primary,
 			fmt.Sprintf("must name an instance of this cluster: %s0 to %s%d", prefix, prefix, *c.Spec.Instances-1))}
 	}

@@ -221,7 +221,7 @@ func (m *Manager) switchover(ctx context.Context, cl *cluster, t mysql.Instance,
 
 func primaryOptions(cl *cluster) mysql.PrimaryOptions {
 	c := cl.obj
-	o := mysql.PrimaryOptions{SemiSync: semiSync(c), WaitForReplicaCount: waitForReplicas(c, len(cl.names)), Timeout: 24 * time.Hour}
+	o := mysql.PrimaryOptions{SemiSync: semiSync(c), WaitForReplicaCount: waitForReplicas(c, int(*c.Spec.Instances)), Timeout: 24 * time.Hour}
 	if to := c.Spec.Replication.SemiSync.Timeout; to != nil {
 		o.Timeout = to.Duration
 	}

@@ -274,6 +274,7 @@ func primaryUp(in Input, p *Instance) Decision {
 	if p.SemiSyncSource != in.SemiSync {
 		d.Actions = append(d.Actions, Action{Kind: ActConfigurePrimary, Target: p.Name})
 	}
+	in.Desired = successor(in, p)
 	if sw, ok := switchover(in, p, &d); ok {
 		d.Actions = append(d.Actions, sw...)
 		markReplicas(in, &d, p.Name)
@@ -282,9 +283,18 @@ func primaryUp(in Input, p *Instance) Decision {
 	}
 	// A blocked switchover's note comes first; a worse state found below still wins.
 	if d.Message != "" {
+		if in.Leaving[p.Name] {
+			d.Message = "the scale-down removes primary " + p.Name + ": " + d.Message
+		}
 		notes = append([]string{d.Message}, notes...)
 	}
 	notes = append(notes, replicas(in, p, &d)...)
+	for name := range in.Leaving {
+		// Readers leave an instance the scale-down removes before its pod goes.
+		if d.Roles[name] == resources.RoleReplica {
+			d.Roles[name] = resources.RoleNone
+		}
+	}
 	d.Message = strings.Join(notes, "; ")
 	if len(d.Actions) > 0 && d.RequeueAfter == 0 {
 		d.RequeueAfter = time.Second
@@ -309,6 +319,37 @@ func promote(in Input, p *Instance) Action {
 		}
 	}
 	return Action{Kind: ActPromote, Target: p.Name, WaitFor: wait}
+}
+
+// successor is the instance the primary should be: spec.primary, unless a scale-down
+// removes the primary p and spec.primary does not name an instance that stays; then the
+// staying replica closest to p among those that replicate from it cleanly (the lowest
+// ordinal on a tie), or, when none does yet, the first that stays, for switchover to say
+// what it waits for.
+func successor(in Input, p *Instance) string {
+	if !in.Leaving[p.Name] || (in.Desired != "" && !in.Leaving[in.Desired]) {
+		return in.Desired
+	}
+	best, first, lag := "", "", int64(-1)
+	for k := range in.Instances {
+		i := &in.Instances[k]
+		if in.Leaving[i.Name] || i.Name == p.Name {
+			continue
+		}
+		if first == "" {
+			first = i.Name
+		}
+		if !i.Reachable || i.Writable || !i.replicating(p.Name) || !i.errantAgainst(p).IsEmpty() {
+			continue
+		}
+		if l := p.Executed.Subtract(i.Executed).Count(); lag < 0 || l < lag {
+			best, lag = i.Name, l
+		}
+	}
+	if best == "" {
+		return first
+	}
+	return best
 }
 
 // switchover returns the actions of a requested, possible switchover. ok is false when no

@@ -195,6 +195,28 @@ func TestDecide(t *testing.T) {
 		{"an interrupted switchover (old primary fenced) goes on", withDesired(input("db-0", with(h[0], func(i *Instance) { i.Writable = false }), h[1], h[2]), "db-1"),
 			want{state: StateFailover, primary: "db-0", actions: []Action{{Kind: ActPromote, Target: "db-0", WaitFor: set(u1 + ":1-10")}}}},
 
+		// Scale-down.
+		{"a scale-down that removes the primary switches over to the closest replica that stays",
+			withLeaving(input("db-2", replica("db-0", 0, "db-2", u1+":1-9"), replica("db-1", 1, "db-2", u1+":1-10"), primary("db-2", 2, u1+":1-10")), "db-2"),
+			want{state: StateSwitchover, reason: mysqlv1beta1.ReasonSwitchover, primary: "db-1", actions: []Action{{Kind: ActSwitchover, Target: "db-1", From: "db-2"},
+				{Kind: ActConfigureReplica, Target: "db-2", From: "db-1"}, {Kind: ActConfigureReplica, Target: "db-0", From: "db-1"}}}},
+		{"a scale-down's switchover goes to spec.primary when it stays",
+			withDesired(withLeaving(input("db-2", replica("db-0", 0, "db-2", u1+":1-9"), replica("db-1", 1, "db-2", u1+":1-10"), primary("db-2", 2, u1+":1-10")), "db-2"), "db-0"),
+			want{state: StateSwitchover, primary: "db-0", actions: []Action{{Kind: ActSwitchover, Target: "db-0", From: "db-2"},
+				{Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"a scale-down's switchover never goes to an instance that leaves too",
+			withLeaving(input("db-1", replica("db-0", 0, "db-1", u1+":1-8"), primary("db-1", 1, u1+":1-10"), replica("db-2", 2, "db-1", u1+":1-10")), "db-1", "db-2"),
+			want{state: StateSwitchover, primary: "db-0", actions: []Action{{Kind: ActSwitchover, Target: "db-0", From: "db-1"},
+				{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}}}},
+		{"a scale-down that removes the primary waits for a replica that stays to replicate",
+			withLeaving(input("db-1", with(replica("db-0", 0, "db-1", u1+":1-10"), func(i *Instance) { i.IORunning = false }), primary("db-1", 1, u1+":1-10")), "db-1"),
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonSwitchoverBlocked, primary: "db-1",
+				message: "the scale-down removes primary db-1: switchover to db-0 waits: it does not replicate from db-1 yet",
+				actions: []Action{{Kind: ActConfigureReplica, Target: "db-0", From: "db-1"}}}},
+		{"a replica the scale-down removes leaves the replicas Service", withLeaving(input("db-0", h...), "db-2"),
+			want{state: StateHealthy, primary: "db-0", healthy: true,
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleReplica, "db-2": resources.RoleNone}}},
+
 		// Failover.
 		{"primary unreachable within the detection delay", input("db-0", down("db-0", 0, 2*time.Second), h[1], h[2]),
 			want{state: StatePrimaryUnreachable, reason: mysqlv1beta1.ReasonPrimaryUnavailable, primary: "db-0",
@@ -319,6 +341,9 @@ func requireInvariants(t *testing.T, in Input, d Decision) {
 				}
 			}
 		}
+		if a.Kind == ActSwitchover {
+			require.False(t, in.Leaving[a.Target], "a switchover never goes to an instance the scale-down removes")
+		}
 		if a.Kind == ActConfigureReplica || a.Kind == ActClone {
 			require.NotEqual(t, a.Target, a.From)
 		}
@@ -360,6 +385,14 @@ func withAcks(in Input, n int) Input { in.AckCount = n; return in }
 func withFailed(in Input, name string) Input { in.FailedPrimary = name; return in }
 
 func withDesired(in Input, name string) Input { in.Desired = name; return in }
+
+func withLeaving(in Input, names ...string) Input {
+	in.Leaving = map[string]bool{}
+	for _, n := range names {
+		in.Leaving[n] = true
+	}
+	return in
+}
 
 func withReclone(in Input, name string) Input { in.Reclone = map[string]bool{name: true}; return in }
 

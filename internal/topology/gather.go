@@ -134,7 +134,8 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 		SemiSync:        semiSync(c),
 		AckCount:        ackCount(cl),
 		Reclone:         recloneAllowed(c),
-		FailedPrimary:   cl.failedPrimary}
+		FailedPrimary:   cl.failedPrimary,
+		Leaving:         cl.leaving}
 	if cl.failedPrimary != "" && losslessSemiSync(c) {
 		in.Reclone[cl.failedPrimary] = true
 	}

@@ -107,6 +107,9 @@ type Input struct {
 	// FailedPrimary is the primary the last failover replaced, until it replicates again
 	// (the Lease's note): what it holds beyond its successor nobody acknowledged.
 	FailedPrimary string
+	// Leaving are instances a scale-down removes; their pods still run. A leaving primary
+	// hands over to an instance that stays before the StatefulSet may remove it.
+	Leaving map[string]bool
 }
 
 // State is the one word that sums the cluster's topology up.
