@@ -103,7 +103,7 @@ func (r *MySQLClusterReconciler) existingSecret(ctx context.Context, ns, name st
 // reconcileConfig writes my.cnf and remembers its hash for the pod template.
 func (r *MySQLClusterReconciler) reconcileConfig(ctx context.Context, st *state) error {
 	cm := resources.ConfigMap(st.cluster)
-	st.configHash = resources.ConfigHash(cm)
+	st.configHash = resources.ConfigHash(st.cluster)
 	return r.applyOrDelete(ctx, st, cm, nil)
 }
 
@@ -130,7 +130,12 @@ func (r *MySQLClusterReconciler) reconcileStatefulSet(ctx context.Context, st *s
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("while reading the StatefulSet: %w", err)
 	}
-	sts := resources.StatefulSet(c, resources.StatefulSetInput{Images: r.Images, ConfigHash: st.configHash, ClaimTemplates: claims})
+	in := resources.StatefulSetInput{Images: r.Images, ConfigHash: st.configHash, ClaimTemplates: claims}
+	if have := existing.Spec.Replicas; have != nil && *have > *c.Spec.Instances {
+		// Shrinking: the topology manager's latest report says where the primary is.
+		in.Replicas, st.scaleDownHeld = scaleDownReplicas(c, *have, r.Topology.Observe(ctx, c))
+	}
+	sts := resources.StatefulSet(c, in)
 	if err := r.applyOrDelete(ctx, st, sts, nil); err != nil {
 		return err
 	}
@@ -138,6 +143,25 @@ func (r *MySQLClusterReconciler) reconcileStatefulSet(ctx context.Context, st *s
 		return err
 	}
 	return r.observeStatefulSet(ctx, st)
+}
+
+// scaleDownReplicas is how many pods the StatefulSet keeps while spec.instances shrinks from
+// have: all of them until the primary runs on an instance the scale-down keeps (the topology
+// manager hands over from a leaving primary first), then spec.instances. Without a topology
+// manager nobody can move the primary, and the StatefulSet shrinks at once. The message says
+// what a held scale-down waits for ("" when not held).
+func scaleDownReplicas(c *mysqlv1beta1.MySQLCluster, have int32, rep topology.Report) (*int32, string) {
+	want := *c.Spec.Instances
+	if !rep.Managed {
+		return &want, ""
+	}
+	if i, ok := c.InstanceOrdinal(rep.CurrentPrimary); ok && i < int(want) {
+		return &want, ""
+	}
+	if rep.CurrentPrimary == "" {
+		return &have, fmt.Sprintf("the scale-down to %d instances waits for a primary", want)
+	}
+	return &have, fmt.Sprintf("the scale-down to %d instances waits for primary %s to hand over to an instance it keeps", want, rep.CurrentPrimary)
 }
 
 // growVolumes raises each data claim's request to spec.storage.size (never lowers it).

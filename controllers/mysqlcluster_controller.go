@@ -120,9 +120,13 @@ type state struct {
 	configHash  string
 	statefulSet *appsv1.StatefulSet
 	topology    topology.Report
-	changed     []string
-	invalid     error
-	renewAt     time.Time
+	// roll is what the roll step decided (nil before it ran).
+	roll *rollPlan
+	// scaleDownHeld says what a held scale-down waits for ("" when none is held).
+	scaleDownHeld string
+	changed       []string
+	invalid       error
+	renewAt       time.Time
 	// backups are the cluster's MySQLBackups (not being deleted); nextBackup is when
 	// the schedule is due next (zero: no schedule).
 	backups       []mysqlv1beta1.MySQLBackup
@@ -168,6 +172,7 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 		{"backup", r.reconcileBackup},
 		{"monitoring", r.reconcileMonitoring},
 		{"topology", r.reconcileTopology},
+		{"roll", r.reconcileRoll},
 	}
 	for _, s := range steps {
 		if err := s.run(ctx, st); err != nil {
@@ -192,6 +197,9 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	var after time.Duration
 	due := []time.Time{st.renewAt, st.nextBackup}
+	if (st.roll != nil && st.roll.step != "") || st.scaleDownHeld != "" {
+		due = append(due, r.now().Add(rollRecheck))
+	}
 	if st.archive != nil {
 		due = append(due, st.archive.nextRead)
 	}

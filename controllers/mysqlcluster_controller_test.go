@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -170,7 +171,7 @@ func TestLastKnown(t *testing.T) {
 			topology.Report{Managed: true, CurrentPrimary: "db-1", Reason: broken.Reason, Message: "db-2 stopped"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := lastKnown(tc.old, tc.r); got != tc.want {
+			if got := lastKnown(tc.old, tc.r); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})

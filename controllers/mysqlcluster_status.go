@@ -109,6 +109,12 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 	if ro.rolledOut {
 		s.Version = runningVersion(st.statefulSet, c)
 	}
+	if st.roll != nil && st.roll.step != "" {
+		s.Rollout = &mysqlv1beta1.RolloutStatus{Revision: st.statefulSet.Status.UpdateRevision,
+			Updated: int32(st.roll.updated), Total: int32(st.roll.total), Step: st.roll.step}
+	} else if st.roll == nil {
+		s.Rollout = old.Rollout.DeepCopy() // the pass stopped before the roll step
+	}
 	set := func(t string, ok metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: t, Status: ok, Reason: reason,
 			Message: msg, ObservedGeneration: observed.Generation})
@@ -204,9 +210,14 @@ func newestEnded(backups []mysqlv1beta1.MySQLBackup, phase mysqlv1beta1.BackupPh
 
 func setProgressing(set func(string, metav1.ConditionStatus, string, string), st *state, ro rollout) {
 	switch {
+	case st.scaleDownHeld != "":
+		set(mysqlv1beta1.ConditionProgressing, metav1.ConditionTrue, mysqlv1beta1.ReasonScaling, st.scaleDownHeld)
 	case ro.scaling:
 		set(mysqlv1beta1.ConditionProgressing, metav1.ConditionTrue, mysqlv1beta1.ReasonScaling,
 			fmt.Sprintf("%d of %d instances exist", ro.replicas, ro.desired))
+	case st.roll != nil && st.roll.step != "":
+		set(mysqlv1beta1.ConditionProgressing, metav1.ConditionTrue, mysqlv1beta1.ReasonRollingUpdate,
+			fmt.Sprintf("%d of %d instances updated: %s", st.roll.updated, st.roll.total, st.roll.step))
 	case ro.rolling:
 		set(mysqlv1beta1.ConditionProgressing, metav1.ConditionTrue, mysqlv1beta1.ReasonRollingUpdate, "pods are being replaced")
 	case len(st.changed) > 0:
@@ -225,6 +236,8 @@ func setDegraded(set func(string, metav1.ConditionStatus, string, string), st *s
 		set(mysqlv1beta1.ConditionDegraded, metav1.ConditionTrue, mysqlv1beta1.ReasonInvalidSpec, st.invalid.Error())
 	case stepErr != nil:
 		set(mysqlv1beta1.ConditionDegraded, metav1.ConditionTrue, mysqlv1beta1.ReasonApplyFailed, stepErr.Error())
+	case st.roll != nil && st.roll.stuck != "":
+		set(mysqlv1beta1.ConditionDegraded, metav1.ConditionTrue, mysqlv1beta1.ReasonRollPaused, st.roll.step)
 	case st.topology.Managed && !st.topology.Healthy:
 		set(mysqlv1beta1.ConditionDegraded, metav1.ConditionTrue, orDefault(st.topology.Reason, mysqlv1beta1.ReasonReplicationBroken), st.topology.Message)
 	default:

@@ -33,13 +33,15 @@ const (
 
 // Condition reasons (CamelCase, as metav1.Condition requires).
 const (
-	ReasonReconciling          = "Reconciling"
-	ReasonReconciled           = "Reconciled"
-	ReasonPaused               = "Paused"
-	ReasonInstancesNotReady    = "InstancesNotReady"
-	ReasonAllInstancesReady    = "AllInstancesReady"
-	ReasonScaling              = "Scaling"
-	ReasonRollingUpdate        = "RollingUpdate"
+	ReasonReconciling       = "Reconciling"
+	ReasonReconciled        = "Reconciled"
+	ReasonPaused            = "Paused"
+	ReasonInstancesNotReady = "InstancesNotReady"
+	ReasonAllInstancesReady = "AllInstancesReady"
+	ReasonScaling           = "Scaling"
+	ReasonRollingUpdate     = "RollingUpdate"
+	// ReasonRollPaused: a pod the roll restarted has not become Ready (see status.rollout).
+	ReasonRollPaused           = "RollPaused"
 	ReasonSwitchover           = "Switchover"
 	ReasonFailover             = "Failover"
 	ReasonPrimaryUnavailable   = "PrimaryUnavailable"
@@ -73,6 +75,9 @@ const (
 	// ReasonCertificateReloadFailed: an instance refused to load the TLS Secret's files
 	// (ALTER INSTANCE RELOAD TLS) and serves its previous certificate (a Warning Event).
 	ReasonCertificateReloadFailed = "CertificateReloadFailed"
+	// ReasonSettingRefused: an instance refused an online setting's SET GLOBAL and keeps
+	// its value until its next restart (a Warning Event).
+	ReasonSettingRefused = "SettingRefused"
 	// ReasonTopologyFailed: the topology manager could not read what it needs from the
 	// API server (the message says what), or a pass failed.
 	ReasonTopologyFailed = "TopologyFailed"

@@ -2,6 +2,8 @@ package v1beta1
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -105,4 +107,16 @@ func (b *MySQLBackup) Default() []string {
 // InstanceName is the name of the instance (and pod) with the given ordinal.
 func (c *MySQLCluster) InstanceName(ordinal int) string {
 	return fmt.Sprintf("%s-%d", c.Name, ordinal)
+}
+
+// InstanceOrdinal is the ordinal of the instance (or pod) name, ok false when the name is
+// not one of this cluster's instances ("<cluster>-<ordinal>", the ordinal without leading
+// zeros).
+func (c *MySQLCluster) InstanceOrdinal(name string) (int, bool) {
+	digits, found := strings.CutPrefix(name, c.Name+"-")
+	n, err := strconv.Atoi(digits)
+	if !found || err != nil || n < 0 || strconv.Itoa(n) != digits {
+		return 0, false
+	}
+	return n, true
 }

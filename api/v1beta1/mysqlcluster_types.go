@@ -431,6 +431,11 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Version string `json:"version,omitempty"`
+	// Rollout reports a roll of the instances onto a changed pod template (absent when every
+	// instance runs the current one).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Rollout"
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// Backup reports scheduled backups.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Backup"
@@ -439,6 +444,18 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
 	Restore *RestoreStatus `json:"restore,omitempty"`
+}
+
+// RolloutStatus is how far a roll got: replicas restart first, one at a time, each Ready and
+// caught up before the next; then the primary hands over to an updated replica and restarts.
+type RolloutStatus struct {
+	// Revision is the StatefulSet revision the instances roll onto.
+	Revision string `json:"revision"`
+	// Updated is how many of the Total instances run it.
+	Updated int32 `json:"updated"`
+	Total   int32 `json:"total"`
+	// Step says what the roll does or waits for now.
+	Step string `json:"step"`
 }
 
 // ClusterEndpoints are host:port addresses of the cluster's Services.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -222,6 +221,12 @@ func validateConfig(c *MySQLCluster) field.ErrorList {
 				break
 			}
 		}
+		if kind, online := OnlineSettings[SettingName(k)]; online {
+			// Applied with SET GLOBAL as well as written to my.cnf: it must parse as MySQL reads it.
+			if _, _, err := SettingValue(kind, v); err != nil {
+				errs = append(errs, field.Invalid(kp, v, err.Error()))
+			}
+		}
 	}
 	return errs
 }
@@ -253,9 +258,8 @@ func validatePrimary(c *MySQLCluster) field.ErrorList {
 	}
 	p := specPath.Child("primary")
 	prefix := c.Name + "-"
-	ord, err := strconv.Atoi(strings.TrimPrefix(c.Spec.Primary, prefix))
-	if !strings.HasPrefix(c.Spec.Primary, prefix) || err != nil || ord < 0 ||
-		strconv.Itoa(ord) != strings.TrimPrefix(c.Spec.Primary, prefix) {
+	ord, ok := c.InstanceOrdinal(c.Spec.Primary)
+	if !ok {
 		return field.ErrorList{field.Invalid(p, c.Spec.Primary,
 			fmt.Sprintf("must name an instance of this cluster: %s0 to %s%d", prefix, prefix, *c.Spec.Instances-1))}
 	}

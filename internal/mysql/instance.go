@@ -122,6 +122,9 @@ type Instance interface {
 	// RELOAD TLS): new connections get the renewed certificate, open ones keep theirs. On
 	// a failure mysqld keeps serving what it had.
 	ReloadTLS(ctx context.Context) error
+	// Variables reads global system variables; SetGlobal sets one on the running mysqld.
+	Variables(ctx context.Context, names []string) (map[string]string, error)
+	SetGlobal(ctx context.Context, name string, value any) error
 	// Fence sets super_read_only and ends every client session but keep's (see Fence).
 	Fence(ctx context.Context, keep ...string) error
 	// StopReplication stops both threads (all=true) or only the receiver (all=false).

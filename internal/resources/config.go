@@ -113,8 +113,33 @@ func ExporterCnf(c *mysqlv1beta1.MySQLCluster) string {
 	return b.String()
 }
 
-// ConfigHash is a short digest of the ConfigMap's content.
-func ConfigHash(cm *corev1.ConfigMap) string {
+// ConfigHash is a short digest of what an instance reads only when it starts: the ConfigMap
+// without the online settings (mysqlv1beta1.OnlineSettings), which the topology manager sets
+// on the running instances. It goes on the pod template, so a change of the rest rolls the
+// pods and a change of online settings alone restarts nothing.
+func ConfigHash(c *mysqlv1beta1.MySQLCluster) string {
+	atStart := c.DeepCopy()
+	for k := range atStart.Spec.MySQL.Config {
+		if _, online := mysqlv1beta1.OnlineSettings[mysqlv1beta1.SettingName(k)]; online {
+			delete(atStart.Spec.MySQL.Config, k)
+		}
+	}
+	return hashData(ConfigMap(atStart))
+}
+
+// OnlineConfig is the user's online settings (spec.mysql.config keys among
+// mysqlv1beta1.OnlineSettings), by system variable name.
+func OnlineConfig(c *mysqlv1beta1.MySQLCluster) map[string]string {
+	out := map[string]string{}
+	for _, k := range sortedKeys(c.Spec.MySQL.Config) {
+		if _, online := mysqlv1beta1.OnlineSettings[mysqlv1beta1.SettingName(k)]; online {
+			out[mysqlv1beta1.SettingName(k)] = c.Spec.MySQL.Config[k]
+		}
+	}
+	return out
+}
+
+func hashData(cm *corev1.ConfigMap) string {
 	h := sha256.New()
 	for _, k := range sortedKeys(cm.Data) {
 		fmt.Fprintf(h, "%s\x00%s\x00", k, cm.Data[k])

@@ -25,6 +25,10 @@ const (
 	// AnnotationConfigHash on the pod template changes when the effective my.cnf changes,
 	// which is what rolls the StatefulSet.
 	AnnotationConfigHash = "mysql.dolphin-operator.io/config-hash"
+	// AnnotationHandOver on an instance's pod asks the topology manager to switch the
+	// primary away from it: the reconciler's roll sets it on the primary's pod once every
+	// other instance runs the new template, and restarts the pod once it is a replica.
+	AnnotationHandOver = "mysql.dolphin-operator.io/hand-over"
 
 	// ManagedBy is the value of app.kubernetes.io/managed-by on everything the operator makes.
 	ManagedBy = "dolphin-operator"

@@ -143,7 +143,7 @@ func TestStatefulSet(t *testing.T) {
 				m = append(m, tc.mutate)
 			}
 			c := cluster(m...)
-			tc.check(t, StatefulSet(c, StatefulSetInput{Images: img, ConfigHash: ConfigHash(ConfigMap(c))}))
+			tc.check(t, StatefulSet(c, StatefulSetInput{Images: img, ConfigHash: ConfigHash(c)}))
 		})
 	}
 }
@@ -185,16 +185,31 @@ func TestTheExporterVerifiesMySQLsCertificateWhenTheClusterHasTLS(t *testing.T) 
 }
 
 func TestConfigHashFollowsOnlyTheEffectiveConfig(t *testing.T) {
-	base := ConfigHash(ConfigMap(cluster()))
-	if base != ConfigHash(ConfigMap(cluster())) {
+	base := ConfigHash(cluster())
+	if base != ConfigHash(cluster()) {
 		t.Fatal("the same config must hash the same")
 	}
-	if base == ConfigHash(ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) {
-		c.Spec.MySQL.Config = map[string]string{"max_connections": "500"}
-	}))) {
-		t.Error("a user setting must change the hash")
+	if base == ConfigHash(cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.MySQL.Config = map[string]string{"back_log": "500"}
+	})) {
+		t.Error("a setting read at start must change the hash")
 	}
-	if base != ConfigHash(ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Instances = new(int32(5)) }))) {
+	if base != ConfigHash(cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.MySQL.Config = map[string]string{"max_connections": "500", "Long-Query-Time": "2"}
+	})) {
+		t.Error("online settings are set on the running instances and must not roll the pods")
+	}
+	if !strings.Contains(ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.MySQL.Config = map[string]string{"max_connections": "500"}
+	})).Data[ConfigFileKey], "max_connections = 500") {
+		t.Error("my.cnf carries online settings too, for the next start")
+	}
+	if got := OnlineConfig(cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.MySQL.Config = map[string]string{"max_connections": "500", "Long-Query-Time": "2", "back_log": "9"}
+	})); len(got) != 2 || got["max_connections"] != "500" || got["long_query_time"] != "2" {
+		t.Errorf("online settings by variable name: %v", got)
+	}
+	if base != ConfigHash(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Instances = new(int32(5)) })) {
 		t.Error("scaling does not change my.cnf and must not roll the pods")
 	}
 	if _, ok := ConfigMap(cluster()).Data[ExporterConfigKey]; ok {

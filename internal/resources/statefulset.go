@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -23,6 +24,9 @@ type StatefulSetInput struct {
 	// ClaimTemplates of the existing StatefulSet, if any: they are immutable, so they are
 	// kept (volume growth is done on the claims themselves).
 	ClaimTemplates []corev1.PersistentVolumeClaim
+	// Replicas overrides spec.instances when not nil: a scale-down is held until the
+	// primary runs on an instance it keeps.
+	Replicas *int32
 }
 
 // StatefulSet runs the cluster's instances: pods <cluster>-0..N-1, each with its volume.
@@ -39,12 +43,14 @@ func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.Stat
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)},
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:    new(*c.Spec.Instances),
+			Replicas:    new(*cmp.Or(in.Replicas, c.Spec.Instances)),
 			ServiceName: HeadlessServiceName(c),
 			Selector:    &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
 			// Instances start independently; which one is primary is the topology manager's call.
 			PodManagementPolicy: appsv1.ParallelPodManagement,
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			// The reconciler's roll deletes each outdated pod in its turn: replicas first,
+			// the primary last and only after a switchover (controllers/mysqlcluster_roll.go).
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: claimPolicy,
 				// A replica scaled away keeps its volume: scaling back up reuses its data.

@@ -74,7 +74,7 @@ func group(k ActionKind) int {
 		return 1
 	case ActConfigureReplica:
 		return 2
-	case ActReloadTLS:
+	case ActReloadTLS, ActApplySettings:
 		return 3
 	}
 	return 0
@@ -153,6 +153,9 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 	case ActReloadTLS:
 		m.reloadTLS(ctx, cl, t, a.Target)
 		return nil
+	case ActApplySettings:
+		m.applySettings(ctx, cl, t, a.Target, a.Settings)
+		return nil
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -221,7 +224,7 @@ func (m *Manager) switchover(ctx context.Context, cl *cluster, t mysql.Instance,
 
 func primaryOptions(cl *cluster) mysql.PrimaryOptions {
 	c := cl.obj
-	o := mysql.PrimaryOptions{SemiSync: semiSync(c), WaitForReplicaCount: waitForReplicas(c, len(cl.names)), Timeout: 24 * time.Hour}
+	o := mysql.PrimaryOptions{SemiSync: semiSync(c), WaitForReplicaCount: waitForReplicas(c, int(*c.Spec.Instances)), Timeout: 24 * time.Hour}
 	if to := c.Spec.Replication.SemiSync.Timeout; to != nil {
 		o.Timeout = to.Duration
 	}

@@ -20,11 +20,15 @@ func Decide(in Input) Decision {
 		if i.ReloadTLS && i.Reachable && !i.Cloning {
 			d.Actions = append(d.Actions, Action{Kind: ActReloadTLS, Target: i.Name})
 		}
+		if len(i.Settings) > 0 && i.Reachable && !i.Cloning {
+			d.Actions = append(d.Actions, Action{Kind: ActApplySettings, Target: i.Name, Settings: i.Settings})
+		}
 	}
 	return d
 }
 
-// decideTopology decides the roles and replication; Decide adds the certificate reloads.
+// decideTopology decides the roles and replication; Decide adds the certificate reloads and
+// the online settings.
 func decideTopology(in Input) Decision {
 	byName := map[string]*Instance{}
 	for i := range in.Instances {
@@ -274,6 +278,7 @@ func primaryUp(in Input, p *Instance) Decision {
 	if p.SemiSyncSource != in.SemiSync {
 		d.Actions = append(d.Actions, Action{Kind: ActConfigurePrimary, Target: p.Name})
 	}
+	in.Desired = successor(in, p)
 	if sw, ok := switchover(in, p, &d); ok {
 		d.Actions = append(d.Actions, sw...)
 		markReplicas(in, &d, p.Name)
@@ -282,14 +287,31 @@ func primaryUp(in Input, p *Instance) Decision {
 	}
 	// A blocked switchover's note comes first; a worse state found below still wins.
 	if d.Message != "" {
+		switch {
+		case in.Leaving[p.Name]:
+			d.Message = "the scale-down removes primary " + p.Name + ": " + d.Message
+		case in.HandOver[p.Name]:
+			d.Message = "the roll restarts primary " + p.Name + " next: " + d.Message
+		}
 		notes = append([]string{d.Message}, notes...)
 	}
 	notes = append(notes, replicas(in, p, &d)...)
+	for name := range in.Leaving {
+		// Readers leave an instance the scale-down removes before its pod goes.
+		if d.Roles[name] == resources.RoleReplica {
+			d.Roles[name] = resources.RoleNone
+		}
+	}
 	d.Message = strings.Join(notes, "; ")
 	if len(d.Actions) > 0 && d.RequeueAfter == 0 {
 		d.RequeueAfter = time.Second
 	}
 	d.Healthy = d.State == StateHealthy && len(d.Actions) == 0
+	for _, i := range in.Instances {
+		if d.Roles[i.Name] == resources.RoleReplica && p.Executed.Subtract(i.Executed).Count() <= CaughtUpSlack {
+			d.CaughtUp = append(d.CaughtUp, i.Name)
+		}
+	}
 	if d.Healthy {
 		d.Message = fmt.Sprintf("%s is primary; %d replicas replicate from it", p.Name, len(in.Instances)-1)
 	}
@@ -309,6 +331,41 @@ func promote(in Input, p *Instance) Action {
 		}
 	}
 	return Action{Kind: ActPromote, Target: p.Name, WaitFor: wait}
+}
+
+// successor is the instance the primary should be: spec.primary, unless the primary p must
+// hand over (a scale-down removes it, or the roll restarts it next) and spec.primary does not
+// name an instance that may take over; then the closest of those that replicate from p
+// cleanly (the lowest ordinal on a tie), or, when none does yet, the first that may, for
+// switchover to say what it waits for.
+func successor(in Input, p *Instance) string {
+	mustGo := func(name string) bool { return in.Leaving[name] || in.HandOver[name] }
+	switch {
+	case !mustGo(p.Name) && mustGo(in.Desired):
+		return "" // spec.primary is about to restart: it is switched to once it is back
+	case !mustGo(p.Name) || (in.Desired != "" && !mustGo(in.Desired)):
+		return in.Desired
+	}
+	best, first, lag := "", "", int64(-1)
+	for k := range in.Instances {
+		i := &in.Instances[k]
+		if mustGo(i.Name) || i.Name == p.Name {
+			continue
+		}
+		if first == "" {
+			first = i.Name
+		}
+		if !i.Reachable || i.Writable || !i.replicating(p.Name) || !i.errantAgainst(p).IsEmpty() {
+			continue
+		}
+		if l := p.Executed.Subtract(i.Executed).Count(); lag < 0 || l < lag {
+			best, lag = i.Name, l
+		}
+	}
+	if best == "" {
+		return first
+	}
+	return best
 }
 
 // switchover returns the actions of a requested, possible switchover. ok is false when no
@@ -401,6 +458,26 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 			continue
 		}
 		missing := p.Executed.Subtract(r.Executed)
+		if r.Received == nil && r.Executed.IsEmpty() && !missing.IsEmpty() && cloneUnderWay(in, d) {
+			// A donor serves one clone at a time (MySQL's error 3634 otherwise).
+			notes = append(notes, r.Name+" is new: it is cloned after the clone under way")
+			if d.State != StateErrant {
+				d.State, d.Reason = StateCloning, mysqlv1beta1.ReasonCloning
+			}
+			continue
+		}
+		if r.Received == nil && r.Executed.IsEmpty() && !missing.IsEmpty() {
+			// A new instance (a scale-up) is seeded with a copy of the primary's data
+			// rather than replaying its whole binary log, and serves no reads until then
+			// (on the real-node ground one replaying it was 9,000 transactions behind
+			// after a minute, in the replicas Service).
+			d.Actions = append(d.Actions, Action{Kind: ActClone, Target: r.Name, From: p.Name})
+			if d.State != StateErrant {
+				d.State, d.Reason = StateCloning, mysqlv1beta1.ReasonCloning
+			}
+			notes = append(notes, r.Name+" is new: cloning it from "+p.Name)
+			continue
+		}
 		if !missing.Intersect(p.Purged).IsEmpty() {
 			d.Actions = append(d.Actions, Action{Kind: ActClone, Target: r.Name, From: p.Name})
 			if d.State != StateErrant {
@@ -430,6 +507,21 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 	}
 	sort.Strings(notes)
 	return notes
+}
+
+// cloneUnderWay reports whether an instance is being cloned or the decision clones one.
+func cloneUnderWay(in Input, d *Decision) bool {
+	for _, i := range in.Instances {
+		if i.Cloning {
+			return true
+		}
+	}
+	for _, a := range d.Actions {
+		if a.Kind == ActClone {
+			return true
+		}
+	}
+	return false
 }
 
 func roles(in Input, r resources.Role) map[string]resources.Role {

@@ -69,6 +69,8 @@ type want struct {
 	healthy bool
 	roles   map[string]resources.Role
 	message string
+	// caughtUp is compared when not nil.
+	caughtUp []string
 }
 
 func TestDecide(t *testing.T) {
@@ -107,10 +109,20 @@ func TestDecide(t *testing.T) {
 		{"semi-sync on while it should be off is switched off", Input{Instances: h, Primary: "db-0", FailoverEnabled: true, SemiSync: false},
 			want{primary: "db-0", actions: []Action{{Kind: ActConfigurePrimary, Target: "db-0"},
 				{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}}}},
-		{"new replicas are configured", input("db-0", h[0], fresh("db-1", 1), fresh("db-2", 2)),
+		{"new replicas of a new primary are configured", input("db-0", primary("db-0", 0, ""), fresh("db-1", 1), fresh("db-2", 2)),
 			want{state: StateDegraded, reason: mysqlv1beta1.ReasonConfiguring, primary: "db-0", actions: []Action{
 				{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}},
 				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleNone, "db-2": resources.RoleNone}}},
+		{"a new instance joining a primary with data is cloned, out of the replicas Service", input("db-0", h[0], h[1], fresh("db-2", 2)),
+			want{state: StateCloning, reason: mysqlv1beta1.ReasonCloning, primary: "db-0", message: "db-2 is new: cloning it from db-0",
+				actions: []Action{{Kind: ActClone, Target: "db-2", From: "db-0"}},
+				roles:   map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleReplica, "db-2": resources.RoleNone}}},
+		{"new instances are cloned one at a time", input("db-0", h[0], fresh("db-1", 1), fresh("db-2", 2)),
+			want{state: StateCloning, primary: "db-0", message: "db-2 is new: it is cloned after the clone under way",
+				actions: []Action{{Kind: ActClone, Target: "db-1", From: "db-0"}}}},
+		{"an instance that replicated before, however far behind, catches up by replication", input("db-0", h[0], h[1],
+			with(fresh("db-2", 2), func(i *Instance) { i.Received = set(""); i.Source = "db-0" })),
+			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}}}},
 		{"a replica with a stopped IO thread is restarted", input("db-0", h[0], with(h[1], func(i *Instance) { i.IORunning = false }), h[2]),
 			want{primary: "db-0", actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"a replica with an SQL error is reported and restarted", input("db-0", h[0], with(h[1], func(i *Instance) { i.SQLRunning = false; i.ReplicationError = "1062: Duplicate entry" }), h[2]),
@@ -194,6 +206,51 @@ func TestDecide(t *testing.T) {
 				actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 		{"an interrupted switchover (old primary fenced) goes on", withDesired(input("db-0", with(h[0], func(i *Instance) { i.Writable = false }), h[1], h[2]), "db-1"),
 			want{state: StateFailover, primary: "db-0", actions: []Action{{Kind: ActPromote, Target: "db-0", WaitFor: set(u1 + ":1-10")}}}},
+
+		// Scale-down.
+		{"a scale-down that removes the primary switches over to the closest replica that stays",
+			withLeaving(input("db-2", replica("db-0", 0, "db-2", u1+":1-9"), replica("db-1", 1, "db-2", u1+":1-10"), primary("db-2", 2, u1+":1-10")), "db-2"),
+			want{state: StateSwitchover, reason: mysqlv1beta1.ReasonSwitchover, primary: "db-1", actions: []Action{{Kind: ActSwitchover, Target: "db-1", From: "db-2"},
+				{Kind: ActConfigureReplica, Target: "db-2", From: "db-1"}, {Kind: ActConfigureReplica, Target: "db-0", From: "db-1"}}}},
+		{"a scale-down's switchover goes to spec.primary when it stays",
+			withDesired(withLeaving(input("db-2", replica("db-0", 0, "db-2", u1+":1-9"), replica("db-1", 1, "db-2", u1+":1-10"), primary("db-2", 2, u1+":1-10")), "db-2"), "db-0"),
+			want{state: StateSwitchover, primary: "db-0", actions: []Action{{Kind: ActSwitchover, Target: "db-0", From: "db-2"},
+				{Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
+		{"a scale-down's switchover never goes to an instance that leaves too",
+			withLeaving(input("db-1", replica("db-0", 0, "db-1", u1+":1-8"), primary("db-1", 1, u1+":1-10"), replica("db-2", 2, "db-1", u1+":1-10")), "db-1", "db-2"),
+			want{state: StateSwitchover, primary: "db-0", actions: []Action{{Kind: ActSwitchover, Target: "db-0", From: "db-1"},
+				{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-0"}}}},
+		{"a scale-down that removes the primary waits for a replica that stays to replicate",
+			withLeaving(input("db-1", with(replica("db-0", 0, "db-1", u1+":1-10"), func(i *Instance) { i.IORunning = false }), primary("db-1", 1, u1+":1-10")), "db-1"),
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonSwitchoverBlocked, primary: "db-1",
+				message: "the scale-down removes primary db-1: switchover to db-0 waits: it does not replicate from db-1 yet",
+				actions: []Action{{Kind: ActConfigureReplica, Target: "db-0", From: "db-1"}}}},
+		{"a replica the scale-down removes leaves the replicas Service", withLeaving(input("db-0", h...), "db-2"),
+			want{state: StateHealthy, primary: "db-0", healthy: true,
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleReplica, "db-2": resources.RoleNone}}},
+
+		{"a replica lacking more than CaughtUpSlack transactions replicates but has not caught up",
+			input("db-0", primary("db-0", 0, u1+":1-200"), replica("db-1", 1, "db-0", u1+":1-150"), replica("db-2", 2, "db-0", u1+":1-149")),
+			want{state: StateHealthy, primary: "db-0", healthy: true, caughtUp: []string{"db-1"}}},
+
+		// Roll: the primary is restarted last, after a switchover.
+		{"the primary the roll restarts next hands over to the closest replica",
+			withHandOver(input("db-0", primary("db-0", 0, u1+":1-10"), replica("db-1", 1, "db-0", u1+":1-9"), replica("db-2", 2, "db-0", u1+":1-10")), "db-0"),
+			want{state: StateSwitchover, reason: mysqlv1beta1.ReasonSwitchover, primary: "db-2", actions: []Action{{Kind: ActSwitchover, Target: "db-2", From: "db-0"},
+				{Kind: ActConfigureReplica, Target: "db-0", From: "db-2"}, {Kind: ActConfigureReplica, Target: "db-1", From: "db-2"}}}},
+		{"a hand-over overrides spec.primary naming the primary itself",
+			withDesired(withHandOver(input("db-0", primary("db-0", 0, u1+":1-10"), replica("db-1", 1, "db-0", u1+":1-10"), replica("db-2", 2, "db-0", u1+":1-10")), "db-0"), "db-0"),
+			want{state: StateSwitchover, primary: "db-1", actions: []Action{{Kind: ActSwitchover, Target: "db-1", From: "db-0"},
+				{Kind: ActConfigureReplica, Target: "db-0", From: "db-1"}, {Kind: ActConfigureReplica, Target: "db-2", From: "db-1"}}}},
+		{"a replica marked for hand-over stays in service and is never switched to",
+			withDesired(withHandOver(input("db-0", h...), "db-1"), "db-1"),
+			want{state: StateHealthy, primary: "db-0", healthy: true,
+				roles: map[string]resources.Role{"db-0": resources.RolePrimary, "db-1": resources.RoleReplica, "db-2": resources.RoleReplica}}},
+		{"a hand-over waits for a replica that replicates cleanly",
+			withHandOver(input("db-0", primary("db-0", 0, u1+":1-10"), with(replica("db-1", 1, "db-0", u1+":1-10"), func(i *Instance) { i.SQLRunning = false })), "db-0"),
+			want{state: StateDegraded, reason: mysqlv1beta1.ReasonSwitchoverBlocked, primary: "db-0",
+				message: "the roll restarts primary db-0 next: switchover to db-1 waits: it does not replicate from db-0 yet",
+				actions: []Action{{Kind: ActConfigureReplica, Target: "db-1", From: "db-0"}}}},
 
 		// Failover.
 		{"primary unreachable within the detection delay", input("db-0", down("db-0", 0, 2*time.Second), h[1], h[2]),
@@ -294,6 +351,9 @@ func TestDecide(t *testing.T) {
 				require.Equal(t, w.roles, d.Roles)
 			}
 			require.Contains(t, d.Message, w.message)
+			if w.caughtUp != nil {
+				require.Equal(t, w.caughtUp, append([]string{}, d.CaughtUp...))
+			}
 			requireInvariants(t, tc.in, d)
 		})
 	}
@@ -318,6 +378,10 @@ func requireInvariants(t *testing.T, in Input, d Decision) {
 					require.True(t, a.WaitFor.Contains(i.has()), "a promotion applies everything received first")
 				}
 			}
+		}
+		if a.Kind == ActSwitchover {
+			require.False(t, in.Leaving[a.Target], "a switchover never goes to an instance the scale-down removes")
+			require.False(t, in.HandOver[a.Target], "a switchover never goes to an instance the roll restarts next")
 		}
 		if a.Kind == ActConfigureReplica || a.Kind == ActClone {
 			require.NotEqual(t, a.Target, a.From)
@@ -360,6 +424,22 @@ func withAcks(in Input, n int) Input { in.AckCount = n; return in }
 func withFailed(in Input, name string) Input { in.FailedPrimary = name; return in }
 
 func withDesired(in Input, name string) Input { in.Desired = name; return in }
+
+func withLeaving(in Input, names ...string) Input {
+	in.Leaving = map[string]bool{}
+	for _, n := range names {
+		in.Leaving[n] = true
+	}
+	return in
+}
+
+func withHandOver(in Input, names ...string) Input {
+	in.HandOver = map[string]bool{}
+	for _, n := range names {
+		in.HandOver[n] = true
+	}
+	return in
+}
 
 func withReclone(in Input, name string) Input { in.Reclone = map[string]bool{name: true}; return in }
 

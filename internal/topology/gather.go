@@ -134,7 +134,9 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 		SemiSync:        semiSync(c),
 		AckCount:        ackCount(cl),
 		Reclone:         recloneAllowed(c),
-		FailedPrimary:   cl.failedPrimary}
+		FailedPrimary:   cl.failedPrimary,
+		Leaving:         cl.leaving,
+		HandOver:        cl.handOver}
 	if cl.failedPrimary != "" && losslessSemiSync(c) {
 		in.Reclone[cl.failedPrimary] = true
 	}
@@ -241,6 +243,11 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	}
 	if err == nil {
 		m.checkTLS(cl, &inst, st)
+	}
+	if err == nil {
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		err = m.checkSettings(sctx, cl, conn, &inst)
+		cancel()
 	}
 	if err == nil && !inst.Cloning && m.cloning(cl, name) {
 		inst.Cloning = true // started by this operator, not yet visible in clone_status

@@ -95,8 +95,11 @@ type Manager struct {
 	// tlsReloads is the last certificate reload asked of an instance, by cluster key +
 	// instance.
 	tlsReloads map[string]tlsReload
-	base       context.Context // the manager's, once started
-	events     chan event.GenericEvent
+	// settingsTries is the last setting of an instance's online settings, by cluster key +
+	// instance.
+	settingsTries map[string]settingsTry
+	base          context.Context // the manager's, once started
+	events        chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
@@ -186,6 +189,11 @@ func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 			delete(m.tlsReloads, k)
 		}
 	}
+	for k := range m.settingsTries {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.settingsTries, k)
+		}
+	}
 	delete(m.announced, prefix)
 	delete(m.logged, prefix)
 	for k, run := range m.clones {
@@ -199,8 +207,12 @@ func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 
 // cluster is what one pass works with.
 type cluster struct {
-	obj             *mysqlv1beta1.MySQLCluster
-	names           []string
+	obj   *mysqlv1beta1.MySQLCluster
+	names []string
+	// leaving are the instances a scale-down removes (their pods still run).
+	leaving map[string]bool
+	// handOver are the instances whose pods carry resources.AnnotationHandOver.
+	handOver        map[string]bool
 	pods            map[string]*corev1.Pod
 	lease           *coordinationv1.Lease
 	adminPassword   string
@@ -248,9 +260,6 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 	for i := range pods.Items {
 		cl.pods[pods.Items[i].Name] = &pods.Items[i]
 	}
-	for i := range *c.Spec.Instances {
-		cl.names = append(cl.names, fmt.Sprintf("%s-%d", resources.StatefulSetName(c), i))
-	}
 	if tlsEnabled(cl) {
 		tlsSecret := &corev1.Secret{}
 		if err := m.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.TLSSecretName(c)}, tlsSecret); err != nil {
@@ -274,7 +283,40 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("while reading the primary Lease: %w", err)
 	}
+	cl.names, cl.leaving = instanceNames(c, cl.pods, cl.recordedPrimary())
+	cl.handOver = map[string]bool{}
+	for name, pod := range cl.pods {
+		if _, ok := pod.Annotations[resources.AnnotationHandOver]; ok {
+			cl.handOver[name] = true
+		}
+	}
 	return cl, nil
+}
+
+// instanceNames are the instances a pass reads, in ordinal order: those spec.instances
+// keeps, and those a scale-down removes while their pods still run (leaving). The StatefulSet
+// removes them only once the primary is elsewhere (the reconciler holds it), so until then
+// they replicate and count like any other; a leaving pod already being deleted is gone for
+// the topology, unless it is the recorded primary, whose loss must go through a failover.
+func instanceNames(c *mysqlv1beta1.MySQLCluster, pods map[string]*corev1.Pod, primary string) ([]string, map[string]bool) {
+	var names []string
+	for i := range *c.Spec.Instances {
+		names = append(names, c.InstanceName(int(i)))
+	}
+	var extra []int
+	for name, pod := range pods {
+		i, ok := c.InstanceOrdinal(name)
+		if ok && i >= int(*c.Spec.Instances) && (pod.DeletionTimestamp == nil || name == primary) {
+			extra = append(extra, i)
+		}
+	}
+	slices.Sort(extra)
+	leaving := map[string]bool{}
+	for _, i := range extra {
+		names = append(names, c.InstanceName(i))
+		leaving[c.InstanceName(i)] = true
+	}
+	return names, leaving
 }
 
 // LeaseName is the Lease recording the cluster's primary.

@@ -54,6 +54,11 @@ type fakeInstance struct {
 	reloaded func(*mysql.Status)
 	// reloadErr is what ReloadTLS returns.
 	reloadErr error
+	// vars are its global system variables (Variables, SetGlobal); setErr is what SetGlobal
+	// returns, clamp what it stores instead of a value (mysqld rounding it).
+	vars   map[string]string
+	setErr error
+	clamp  string
 }
 
 func (f *fakeInstance) record(call string) {
@@ -120,6 +125,29 @@ func (f *fakeInstance) ReloadTLS(context.Context) error {
 	}
 	if f.reloaded != nil {
 		f.reloaded(&f.status)
+	}
+	return nil
+}
+func (f *fakeInstance) Variables(_ context.Context, names []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		if v, ok := f.vars[n]; ok {
+			out[n] = v
+		}
+	}
+	return out, nil
+}
+func (f *fakeInstance) SetGlobal(_ context.Context, name string, value any) error {
+	f.record(fmt.Sprintf("SetGlobal %s=%v", name, value))
+	if f.setErr != nil {
+		return f.setErr
+	}
+	if f.vars == nil {
+		f.vars = map[string]string{}
+	}
+	f.vars[name] = fmt.Sprint(value)
+	if f.clamp != "" {
+		f.vars[name] = f.clamp
 	}
 	return nil
 }
@@ -531,4 +559,73 @@ func TestTopologyLogsAStateOnceNotEveryPass(t *testing.T) {
 	} {
 		require.Equal(t, step.logs, m.changedState(c, step.d), "pass %d (%s)", k, step.d.State)
 	}
+}
+
+func TestInstanceNamesKeepLeavingPodsWhileTheyRun(t *testing.T) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}}
+	c.Spec.Instances = new(int32(2))
+	gone := metav1.Now()
+	pods := map[string]*corev1.Pod{
+		"db-0": {}, "db-1": {}, "db-3": {}, "db-2": {},
+		"db-4":  {ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &gone}},
+		"db-x":  {},
+		"db-05": {},
+	}
+	names, leaving := instanceNames(c, pods, "")
+	require.Equal(t, []string{"db-0", "db-1", "db-2", "db-3"}, names, "a leaving pod being deleted is gone; other names are not instances")
+	require.Equal(t, map[string]bool{"db-2": true, "db-3": true}, leaving)
+
+	names, leaving = instanceNames(c, pods, "db-4")
+	require.Equal(t, []string{"db-0", "db-1", "db-2", "db-3", "db-4"}, names, "the recorded primary stays until a failover replaces it")
+	require.True(t, leaving["db-4"])
+
+	delete(pods, "db-1")
+	names, _ = instanceNames(c, pods, "")
+	require.Equal(t, []string{"db-0", "db-1", "db-2", "db-3"}, names, "an instance spec.instances keeps is read without its pod")
+}
+
+// Online settings reach every running instance by SET GLOBAL, once: a value mysqld reads back
+// as the spec's is not set again, one it clamps is set again only SettingsRetry later, and
+// one it refuses is told in a Warning Event without failing the pass.
+func TestManagerSetsOnlineSettingsOnRunningInstances(t *testing.T) {
+	w := newWorld(t)
+	rec := events.NewFakeRecorder(10)
+	w.m.Recorder = rec
+	now := time.Now()
+	w.m.Now = func() time.Time { return now }
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	for _, f := range w.instances {
+		f.vars = map[string]string{"max_connections": "151", "slow_query_log": "OFF", "long_query_time": "10.000000"}
+	}
+	require.True(t, w.pass(t).Healthy)
+	require.Empty(t, w.log, "no online setting in the spec: nothing is set")
+	<-rec.Events // the bootstrap's
+
+	w.c.Spec.MySQL.Config = map[string]string{"max_connections": "500", "slow-query-log": "on", "long_query_time": "10", "back_log": "9"}
+	d := w.pass(t)
+	require.True(t, d.Healthy, "online settings change nothing of the topology: %s", d.Message)
+	var want []string
+	for _, n := range []string{"db-0", "db-1", "db-2"} {
+		want = append(want, n+" SetGlobal max_connections=500", n+" SetGlobal slow_query_log=ON")
+	}
+	require.ElementsMatch(t, want, w.log, "only the settings that differ, and none read at start only")
+	w.pass(t)
+	require.Empty(t, w.log, "every instance runs the spec's values")
+
+	w.c.Spec.MySQL.Config["max_connections"] = "100000"
+	w.instances["db-1"].clamp = "10000"
+	w.instances["db-2"].setErr = errors.New("Error 1227: Access denied; you need SYSTEM_VARIABLES_ADMIN")
+	w.pass(t)
+	require.ElementsMatch(t, []string{"db-0 SetGlobal max_connections=100000", "db-1 SetGlobal max_connections=100000",
+		"db-2 SetGlobal max_connections=100000"}, w.log)
+	require.Len(t, rec.Events, 1)
+	ev := <-rec.Events
+	require.Contains(t, ev, mysqlv1beta1.ReasonSettingRefused)
+	require.Contains(t, ev, "db-2 keeps its values until its next restart: max_connections: Error 1227")
+	w.pass(t)
+	require.Empty(t, w.log, "a clamped or refused value is not set again every pass")
+	now = now.Add(SettingsRetry)
+	w.pass(t)
+	require.ElementsMatch(t, []string{"db-1 SetGlobal max_connections=100000", "db-2 SetGlobal max_connections=100000"}, w.log)
 }

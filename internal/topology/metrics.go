@@ -35,7 +35,7 @@ func recordMetrics(c *mysqlv1beta1.MySQLCluster, in Input, r Report, d Decision)
 	}
 	metrics.SetTopology(c, out, d.State == StateFailoverBlocked)
 	if in.SemiSync && primary != nil {
-		metrics.SetSemiSync(c, primary.SemiSyncClients, waitForReplicas(c, len(in.Instances)))
+		metrics.SetSemiSync(c, primary.SemiSyncClients, waitForReplicas(c, int(*c.Spec.Instances)))
 	} else {
 		metrics.ForgetSemiSync(c)
 	}

@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"reflect"
+	"slices"
 	"time"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
@@ -17,6 +19,9 @@ type Report struct {
 	CurrentPrimary string
 	// Healthy is true when every replica replicates from the primary.
 	Healthy bool
+	// CaughtUp are the replicas that replicate from the primary and lack at most
+	// CaughtUpSlack of its transactions (the roll waits for each restarted one).
+	CaughtUp []string
 	// Reason (from the api's catalogue) and Message explain the state.
 	Reason, Message string
 	// Observed is when the pass that made the report ended (zero: none has yet).
@@ -26,7 +31,11 @@ type Report struct {
 // same reports whether two reports say the same, whenever they were made.
 func (r Report) same(o Report) bool {
 	r.Observed, o.Observed = time.Time{}, time.Time{}
-	return r == o
+	if !slices.Equal(r.CaughtUp, o.CaughtUp) {
+		return false
+	}
+	r.CaughtUp, o.CaughtUp = nil, nil
+	return reflect.DeepEqual(r, o)
 }
 
 // NotManaged is the report of a build or cluster whose replication nobody manages.
@@ -37,7 +46,7 @@ func NotManaged() Report {
 
 // report turns a decision into what the status shows.
 func report(d Decision) Report {
-	r := Report{Managed: true, Healthy: d.Healthy, Reason: d.Reason, Message: d.Message}
+	r := Report{Managed: true, Healthy: d.Healthy, CaughtUp: d.CaughtUp, Reason: d.Reason, Message: d.Message}
 	if d.Roles[d.Primary] == resources.RolePrimary && d.State != StateLost {
 		r.CurrentPrimary = d.Primary
 	}

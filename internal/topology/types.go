@@ -59,6 +59,9 @@ type Instance struct {
 	// read it), and no reload was tried within TLSReloadInterval (TLSReloadRetry after one
 	// mysqld refused).
 	ReloadTLS bool
+	// Settings are the online settings it runs with other values than the spec's, to set
+	// (the value for SET GLOBAL by variable name; none when they were set SettingsRetry ago).
+	Settings map[string]any
 }
 
 // replicating reports whether the instance applies from source with both threads running.
@@ -108,7 +111,19 @@ type Input struct {
 	// FailedPrimary is the primary the last failover replaced, until it replicates again
 	// (the Lease's note): what it holds beyond its successor nobody acknowledged.
 	FailedPrimary string
+	// Leaving are instances a scale-down removes; their pods still run. A leaving primary
+	// hands over to an instance that stays before the StatefulSet may remove it.
+	Leaving map[string]bool
+	// HandOver are instances whose pods the reconciler's roll restarts next, once they are
+	// no longer primary (the pod annotation mysql.dolphin-operator.io/hand-over): a primary
+	// among them switches over to an instance that is not, as a leaving one does.
+	HandOver map[string]bool
 }
+
+// CaughtUpSlack is how many of the primary's transactions a replica may lack and still count
+// as caught up: gather reads the primary last, so under writes a replica that applies as
+// fast as they come lacks the few committed between the two reads.
+const CaughtUpSlack = 50
 
 // State is the one word that sums the cluster's topology up.
 type State string
@@ -161,6 +176,9 @@ const (
 	// ActReloadTLS makes Target's mysqld load its certificate files again. Reloads come
 	// after every other action, so that one that fails holds nothing else up.
 	ActReloadTLS ActionKind = "ReloadTLS"
+	// ActApplySettings sets Target's online settings (Instance.Settings) with SET GLOBAL;
+	// like reloads, these come after every other action.
+	ActApplySettings ActionKind = "ApplySettings"
 )
 
 // Action is one step for act.
@@ -174,6 +192,8 @@ type Action struct {
 	// Failover marks a Promote that replaces a lost primary (From): the lost primary may
 	// then be re-cloned when it returns with transactions nobody acknowledged.
 	Failover bool
+	// Settings are the online settings ApplySettings sets.
+	Settings map[string]any
 }
 
 // Decision is what Decide chose.
@@ -187,6 +207,9 @@ type Decision struct {
 	Roles map[string]resources.Role
 	// Healthy is true when every instance replicates from a writable primary.
 	Healthy bool
+	// CaughtUp are the replicas (in the replicas Service) that lack at most CaughtUpSlack
+	// of the primary's transactions, in index order.
+	CaughtUp []string
 	// Reason (CamelCase) and Message explain the state.
 	Reason, Message string
 	// RequeueAfter asks for the next pass sooner than the resync period.
