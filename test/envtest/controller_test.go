@@ -144,7 +144,9 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) {
 			x.Spec.Instances = new(int32(5))
 			x.Spec.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}
-			x.Spec.MySQL.Config = map[string]string{"max_connections": "777"}
+			// back_log is read at start only (it changes the pod template's hash);
+			// max_connections is an online setting, in my.cnf too.
+			x.Spec.MySQL.Config = map[string]string{"max_connections": "777", "back_log": "77"}
 		})
 		eventually(t, "the StatefulSet to follow", func() error {
 			sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
@@ -161,6 +163,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		cm, err := get(ctx, c, ns, "db-config", &corev1.ConfigMap{})
 		require.NoError(t, err)
 		require.Contains(t, cm.Data[resources.ConfigFileKey], "max_connections = 777")
+		require.Contains(t, cm.Data[resources.ConfigFileKey], "back_log = 77")
 	})
 
 	t.Run("an earlier release's backup CronJob is deleted; removing the schedule keeps the backups' volume", func(t *testing.T) {
