@@ -153,8 +153,19 @@ test-envtest: envtest-tools ## Integration tests against a real API server (envt
 test-mysql: mysql versitygw ## Tests against real mysqld instances (and, for backups, a real S3 server).
 	$(GOTEST) $(TEST_FLAGS) $(MYSQL_PKGS)
 
+# The build an operator upgrade starts from in the deploy tier's upgrade test: a commit of
+# main whose CI passed (hack/previous-image builds its operator image from its own tree and
+# Dockerfile; the clone needs its history). Move it forward when the upgrade path changes.
+UPGRADE_FROM ?= c8eb2cd90be9ddd664ca8c4f21e69212e1d1e7ee
+export DOLPHIN_PREVIOUS_IMAGES := $(LOCALBIN)/previous-images.json
+export DOLPHIN_UPGRADE_FROM := $(UPGRADE_FROM)
+.PHONY: previous-image
+previous-image: ## Build the operator image of $(UPGRADE_FROM), the build the upgrade test starts from.
+	go run ./hack/previous-image --repo-root . --commit $(UPGRADE_FROM) --version $(VERSION) \
+	  --cache $(DOLPHIN_CACHE)/builds/$(UPGRADE_FROM) --out $(LOCALBIN)/previous-image --manifest $(DOLPHIN_PREVIOUS_IMAGES)
+
 .PHONY: test-e2e
-test-e2e: build cluster-tools mysql versitygw images kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
+test-e2e: build cluster-tools mysql versitygw images previous-image kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
 	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 
 # The e2e tests that capture a fixture (test/e2e/fixtures_test.go) write it only when

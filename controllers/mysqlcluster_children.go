@@ -119,23 +119,26 @@ func (r *MySQLClusterReconciler) reconcileServices(ctx context.Context, st *stat
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.MetricsServiceName(c)}})
 }
 
-// reconcileStatefulSet applies the StatefulSet, keeping its immutable claim templates,
-// and grows the data volumes when spec.storage.size grew.
+// reconcileStatefulSet applies the StatefulSet, keeping its immutable claim templates and,
+// across an operator upgrade, the pod template its instances run (holdTemplate), and
+// grows the data volumes when spec.storage.size grew.
 func (r *MySQLClusterReconciler) reconcileStatefulSet(ctx context.Context, st *state) error {
 	c := st.cluster
 	existing := &appsv1.StatefulSet{}
-	var claims []corev1.PersistentVolumeClaim
+	var live *appsv1.StatefulSet
 	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c)}, existing); err == nil {
-		claims = existing.Spec.VolumeClaimTemplates
+		live = existing
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("while reading the StatefulSet: %w", err)
 	}
-	in := resources.StatefulSetInput{Images: r.Images, ConfigHash: st.configHash, ClaimTemplates: claims}
+	in := resources.StatefulSetInput{Images: r.Images, ConfigHash: st.configHash, ClaimTemplates: existing.Spec.VolumeClaimTemplates}
 	if have := existing.Spec.Replicas; have != nil && *have > *c.Spec.Instances {
 		// Shrinking: the topology manager's latest report says where the primary is.
 		in.Replicas, st.scaleDownHeld = scaleDownReplicas(c, *have, r.Topology.Observe(ctx, c))
 	}
 	sts := resources.StatefulSet(c, in)
+	hold := holdTemplate(sts, live, c.Spec.UpdatePolicy.OperatorUpgrade)
+	st.template = &hold
 	if err := r.applyOrDelete(ctx, st, sts, nil); err != nil {
 		return err
 	}

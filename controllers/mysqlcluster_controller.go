@@ -122,6 +122,9 @@ type state struct {
 	topology    topology.Report
 	// roll is what the roll step decided (nil before it ran).
 	roll *rollPlan
+	// template says whether the StatefulSet keeps a pod template an earlier operator
+	// built (nil before the StatefulSet step ran).
+	template *templateHold
 	// scaleDownHeld says what a held scale-down waits for ("" when none is held).
 	scaleDownHeld string
 	changed       []string

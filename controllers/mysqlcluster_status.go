@@ -36,6 +36,7 @@ func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, observed *mysq
 		return nil
 	}
 	wasReady := meta.IsStatusConditionTrue(observed.Status.Conditions, mysqlv1beta1.ConditionReady)
+	wasPending := meta.IsStatusConditionTrue(observed.Status.Conditions, mysqlv1beta1.ConditionPendingRestart)
 	patch := client.MergeFrom(observed.DeepCopy())
 	observed.Status = status
 	if err := r.Status().Patch(ctx, observed, patch); err != nil {
@@ -44,6 +45,10 @@ func (r *MySQLClusterReconciler) writeStatus(ctx context.Context, observed *mysq
 	if ready := meta.FindStatusCondition(status.Conditions, mysqlv1beta1.ConditionReady); ready != nil && !wasReady &&
 		ready.Status == metav1.ConditionTrue {
 		r.Recorder.Eventf(observed, nil, corev1.EventTypeNormal, ready.Reason, "Reconcile", "%s", ready.Message)
+	}
+	if p := meta.FindStatusCondition(status.Conditions, mysqlv1beta1.ConditionPendingRestart); p != nil && !wasPending &&
+		p.Status == metav1.ConditionTrue {
+		r.Recorder.Eventf(observed, nil, corev1.EventTypeNormal, p.Reason, "Reconcile", "%s", p.Message)
 	}
 	return nil
 }
@@ -163,6 +168,7 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 	} else {
 		set(mysqlv1beta1.ConditionReplicationHealthy, metav1.ConditionUnknown, mysqlv1beta1.ReasonTopologyNotManaged, st.topology.Message)
 	}
+	setPendingRestart(set, st.template)
 	if st.backupsListed {
 		// A pass that stopped before the backup step learned nothing of backups: what
 		// the stored status says of them stands.
@@ -227,6 +233,22 @@ func setProgressing(set func(string, metav1.ConditionStatus, string, string), st
 			fmt.Sprintf("waiting for %d instances to be ready", ro.desired-ro.ready))
 	default:
 		set(mysqlv1beta1.ConditionProgressing, metav1.ConditionFalse, mysqlv1beta1.ReasonReconciled, "every object matches the spec")
+	}
+}
+
+// setPendingRestart reports a pod template held across an operator upgrade; a pass that
+// stopped before the StatefulSet step leaves the condition as it was.
+func setPendingRestart(set func(string, metav1.ConditionStatus, string, string), t *templateHold) {
+	switch {
+	case t == nil:
+	case t.held:
+		set(mysqlv1beta1.ConditionPendingRestart, metav1.ConditionTrue, mysqlv1beta1.ReasonTemplateHeld,
+			"the instances keep the pod template an earlier operator built; a restart would change "+
+				strings.Join(t.changes, ", ")+". spec.updatePolicy.operatorUpgrade: Roll, or a spec change that "+
+				"restarts the instances, rolls them onto it (replicas first, the primary last)")
+	default:
+		set(mysqlv1beta1.ConditionPendingRestart, metav1.ConditionFalse, mysqlv1beta1.ReasonTemplateCurrent,
+			"the StatefulSet has the pod template this operator builds")
 	}
 }
 

@@ -14,6 +14,10 @@ const (
 	// ConditionReplicationHealthy: every replica replicates from the primary with both
 	// threads running.
 	ConditionReplicationHealthy = "ReplicationHealthy"
+	// ConditionPendingRestart: the instances run a pod template other than the one this
+	// operator builds for the spec, held across an operator upgrade
+	// (spec.updatePolicy.operatorUpgrade Hold); the message says what a restart would change.
+	ConditionPendingRestart = "PendingRestart"
 	// ConditionLastBackupSucceeded: the cluster's newest ended backup completed (absent
 	// until one has ended).
 	ConditionLastBackupSucceeded = "LastBackupSucceeded"
@@ -57,6 +61,12 @@ const (
 	ReasonReplicationHealthy   = "ReplicationHealthy"
 	ReasonDeletionInProgress   = "DeletionInProgress"
 	ReasonBackupTargetNotFound = "BackupTargetNotFound"
+	// ReasonTemplateHeld: PendingRestart is True; the instances keep the pod template an
+	// earlier operator built.
+	ReasonTemplateHeld = "TemplateHeld"
+	// ReasonTemplateCurrent: PendingRestart is False; the StatefulSet has the pod template
+	// this operator builds.
+	ReasonTemplateCurrent = "TemplateCurrent"
 )
 
 // Reasons of the topology manager (ReplicationHealthy and Degraded conditions, Events).

@@ -65,6 +65,10 @@ func (c *MySQLCluster) Default() []string {
 		s.TLS.Enabled = new(true)
 		mark("spec.tls.enabled")
 	}
+	if s.UpdatePolicy.OperatorUpgrade == "" {
+		s.UpdatePolicy.OperatorUpgrade = OperatorUpgradeHold
+		mark("spec.updatePolicy.operatorUpgrade")
+	}
 	if s.DeletionPolicy == "" {
 		s.DeletionPolicy = DeletionPolicyRetain
 		mark("spec.deletionPolicy")

@@ -65,6 +65,12 @@ type MySQLClusterSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod template"
 	PodTemplate PodTemplateSpec `json:"podTemplate,omitempty"`
 
+	// UpdatePolicy says when the operator restarts the instances onto a pod template it
+	// builds differently from the one they run.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Update policy"
+	UpdatePolicy UpdatePolicySpec `json:"updatePolicy,omitempty"`
+
 	// DeletionPolicy says what happens to data when the cluster is deleted: Delete removes
 	// the volumes and secrets, Retain (the default) keeps them.
 	// +optional
@@ -94,6 +100,30 @@ const (
 	DeletionPolicyDelete DeletionPolicy = "Delete"
 	// DeletionPolicyRetain keeps volumes and secrets after the cluster is gone.
 	DeletionPolicyRetain DeletionPolicy = "Retain"
+)
+
+// UpdatePolicySpec says when the instances restart onto a new pod template.
+type UpdatePolicySpec struct {
+	// OperatorUpgrade is what an operator upgrade does to running instances whose pod
+	// template the new operator builds differently (another default image, probe, script
+	// or my.cnf setting read at start). Hold (the default) keeps the template they run and
+	// reports what a restart would change in the PendingRestart condition; a change of this
+	// cluster's spec that restarts the instances anyway brings them onto the new template.
+	// Roll restarts them onto it at once, replicas first and the primary last.
+	// +optional
+	// +kubebuilder:validation:Enum=Hold;Roll
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="On operator upgrade",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Hold","urn:alm:descriptor:com.tectonic.ui:select:Roll"}
+	OperatorUpgrade OperatorUpgradePolicy `json:"operatorUpgrade,omitempty"`
+}
+
+// OperatorUpgradePolicy is what an operator upgrade does to running instances.
+type OperatorUpgradePolicy string
+
+const (
+	// OperatorUpgradeHold keeps the pod template the instances run.
+	OperatorUpgradeHold OperatorUpgradePolicy = "Hold"
+	// OperatorUpgradeRoll restarts the instances onto the new operator's pod template.
+	OperatorUpgradeRoll OperatorUpgradePolicy = "Roll"
 )
 
 // MySQLSpec selects the server.
@@ -403,8 +433,8 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase ClusterPhase `json:"phase,omitempty"`
-	// Conditions: Ready, Progressing, Degraded, ReplicationHealthy, LastBackupSucceeded,
-	// Restored.
+	// Conditions: Ready, Progressing, Degraded, ReplicationHealthy, PendingRestart,
+	// LastBackupSucceeded, Restored, BinlogArchiving, BackupVerified.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

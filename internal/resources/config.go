@@ -114,17 +114,12 @@ func ExporterCnf(c *mysqlv1beta1.MySQLCluster) string {
 }
 
 // ConfigHash is a short digest of what an instance reads only when it starts: the ConfigMap
-// without the online settings (mysqlv1beta1.OnlineSettings), which the topology manager sets
-// on the running instances. It goes on the pod template, so a change of the rest rolls the
-// pods and a change of online settings alone restarts nothing.
+// of the cluster's PodInputs, which leave out the online settings
+// (mysqlv1beta1.OnlineSettings) that the topology manager sets on the running instances.
+// It goes on the pod template, so a change of the rest rolls the pods and a change of
+// online settings alone restarts nothing.
 func ConfigHash(c *mysqlv1beta1.MySQLCluster) string {
-	atStart := c.DeepCopy()
-	for k := range atStart.Spec.MySQL.Config {
-		if _, online := mysqlv1beta1.OnlineSettings[mysqlv1beta1.SettingName(k)]; online {
-			delete(atStart.Spec.MySQL.Config, k)
-		}
-	}
-	return hashData(ConfigMap(atStart))
+	return hashData(ConfigMap(PodInputs(c)))
 }
 
 // OnlineConfig is the user's online settings (spec.mysql.config keys among

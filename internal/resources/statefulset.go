@@ -39,9 +39,12 @@ func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.Stat
 	if len(claims) == 0 {
 		claims = []corev1.PersistentVolumeClaim{dataClaimTemplate(c)}
 	}
+	// The template sees PodInputs only (its comment says why).
+	template := podTemplate(PodInputs(c), in)
 	return &appsv1.StatefulSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)},
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase),
+			Annotations: map[string]string{AnnotationPodInputs: PodInputsHash(c), AnnotationPodTemplate: TemplateHash(&template)}},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    new(*cmp.Or(in.Replicas, c.Spec.Instances)),
 			ServiceName: HeadlessServiceName(c),
@@ -56,7 +59,7 @@ func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.Stat
 				// A replica scaled away keeps its volume: scaling back up reuses its data.
 				WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
-			Template:             podTemplate(c, in),
+			Template:             template,
 			VolumeClaimTemplates: claims,
 		},
 	}

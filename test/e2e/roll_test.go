@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,12 +67,12 @@ func TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt(t *testing.T) {
 	watch := watchRestarts(t, ns, names...)
 	updateCluster(t, ns, "roll", func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Config["back_log"] = "123" })
 	waitFor(t, 6*time.Minute, "every instance restarted onto the new my.cnf, the cluster Ready", func() error {
-		if order := watch.order(); len(order) < len(names) {
+		if order := watch.Order(); len(order) < len(names) {
 			return fmt.Errorf("restarted so far: %v", order)
 		}
 		return readyAndRolledOut(ns, "roll")
 	})
-	order, rollouts := watch.stop()
+	order, rollouts := watch.Stop()
 	t.Logf("restart order %v; status.rollout seen: %v", order, rollouts)
 	require.Equal(t, "roll-0", order[len(order)-1], "the primary restarts last")
 	require.Len(t, order, len(names), "each instance restarts once")
@@ -174,13 +172,9 @@ func readyAndRolledOut(ns, name string) error {
 // podUIDs is each pod's UID, by name.
 func podUIDs(t *testing.T, ns string, names ...string) map[string]types.UID {
 	t.Helper()
-	out := map[string]types.UID{}
-	for _, n := range names {
-		pod := &corev1.Pod{}
-		require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, pod))
-		out[n] = pod.UID
-	}
-	return out
+	uids, err := ground.PodUIDs(context.Background(), k8s, ns, names...)
+	require.NoError(t, err)
+	return uids
 }
 
 func currentPrimary(t *testing.T, ns, name string) string {
@@ -204,73 +198,14 @@ func leaseTransitions(t *testing.T, ns, name string) int32 {
 	return *l.Spec.LeaseTransitions
 }
 
-// restartWatch records, every 100 ms, the order in which the pods got a new UID, and
-// the roll progress status.rollout reported meanwhile.
-type restartWatch struct {
-	mu       sync.Mutex
-	restarts []string
-	rollouts []string
-	done     chan struct{}
-	stopped  chan struct{}
-}
-
-func watchRestarts(t *testing.T, ns string, names ...string) *restartWatch {
+// watchRestarts records the order in which the pods restart and the roll progress
+// status.rollout reports meanwhile (ground.RestartWatch); it stops with the test.
+func watchRestarts(t *testing.T, ns string, names ...string) *ground.RestartWatch {
 	t.Helper()
-	uids := podUIDs(t, ns, names...)
-	rw := &restartWatch{done: make(chan struct{}), stopped: make(chan struct{})}
-	go func() {
-		defer close(rw.stopped)
-		for {
-			select {
-			case <-rw.done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			rw.look(ns, clusterOf(names[0]), uids)
-		}
-	}()
-	t.Cleanup(func() { rw.stop() })
+	rw, err := ground.WatchRestarts(context.Background(), k8s, ns, clusterOf(names[0]), names...)
+	require.NoError(t, err)
+	t.Cleanup(func() { rw.Stop() })
 	return rw
-}
-
-func (rw *restartWatch) look(ns, cluster string, uids map[string]types.UID) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	for n, uid := range uids {
-		pod := &corev1.Pod{}
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pod)
-		changed := apierrors.IsNotFound(err) || (err == nil && (pod.UID != uid || pod.DeletionTimestamp != nil))
-		if changed && !slices.Contains(rw.restarts, n) {
-			rw.restarts = append(rw.restarts, n)
-		}
-	}
-	c := &mysqlv1beta1.MySQLCluster{}
-	if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, c) == nil && c.Status.Rollout != nil {
-		r := fmt.Sprintf("%d/%d %s", c.Status.Rollout.Updated, c.Status.Rollout.Total, c.Status.Rollout.Step)
-		if len(rw.rollouts) == 0 || rw.rollouts[len(rw.rollouts)-1] != r {
-			rw.rollouts = append(rw.rollouts, r)
-		}
-	}
-}
-
-func (rw *restartWatch) order() []string {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return slices.Clone(rw.restarts)
-}
-
-func (rw *restartWatch) stop() ([]string, []string) {
-	select {
-	case <-rw.done:
-	default:
-		close(rw.done)
-	}
-	<-rw.stopped
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return slices.Clone(rw.restarts), slices.Clone(rw.rollouts)
 }
 
 // watchPrimaryAtDeletion records, for each of the pods, the primary the Lease recorded when

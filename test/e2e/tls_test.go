@@ -183,11 +183,7 @@ func podIdentities(t *testing.T, ns string, names ...string) map[string]string {
 // uptimes is each instance's mysqld uptime in seconds.
 func uptimes(t *testing.T, ns string, names ...string) map[string]int {
 	t.Helper()
-	out := map[string]int{}
-	for _, n := range names {
-		var up int
-		require.NoError(t, dbOf(t, ns, n).QueryRow("SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'").Scan(&up))
-		out[n] = up
-	}
-	return out
+	up, err := g.Uptimes(context.Background(), ns, clusterOf(names[0]), names...)
+	require.NoError(t, err)
+	return up
 }

@@ -61,6 +61,9 @@ type Options struct {
 	// WithoutOperator starts the cluster only: no CRDs, no operator (for tiers that
 	// install it their own way: `make deploy` under test, OLM).
 	WithoutOperator bool
+	// MoreImages are lists (as hack/images writes them) of further images the nodes hold,
+	// such as the previous build's operator (hack/previous-image).
+	MoreImages []string
 	// Mirrors are registry hosts the nodes pull from the cluster's own registry
 	// (localcluster.Config.Mirrors): the OLM tier pushes release images there.
 	Mirrors []string
@@ -118,6 +121,13 @@ func Start(ctx context.Context, o Options) (*Ground, error) {
 	}
 	if g.OperatorImage == "" || g.MySQLImage == "" || g.ExporterImage == "" {
 		return nil, fmt.Errorf("ground: %s lacks the operator, MySQL or exporter image (run `make images`)", o.Images)
+	}
+	for _, list := range o.MoreImages {
+		more, err := localcluster.ReadImages(list)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Images = append(cfg.Images, more...)
 	}
 	if g.Cluster, err = localcluster.Start(ctx, cfg); err != nil {
 		return nil, err

@@ -26,6 +26,10 @@ const (
 	nonrootUID   = 65532
 )
 
+// PreviousOperatorImage names the operator image of an earlier commit, the build an
+// upgrade test starts from (hack/previous-image).
+func PreviousOperatorImage(commit string) string { return OperatorRepo + "-previous:" + commit[:12] }
+
 // ImageInputs are the files the images are built from.
 type ImageInputs struct {
 	// Manager is the static manager binary; Version the operator's version (tag v<Version>).

@@ -197,6 +197,21 @@ func (n *Node) importImages(ctx context.Context, binDir string, tarballs []strin
 	return nil
 }
 
+// TagImage gives an image every node holds a second name, as pushing it under another tag
+// would (an operator release that moves its default image to another tag).
+func (c *Cluster) TagImage(ctx context.Context, src, dst string) error {
+	return forEachNode(c.Nodes, func(n *Node) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, c.bin("ctr"), "--address", n.socket(), "--namespace", "k8s.io",
+			"images", "tag", "--force", src, dst)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("node %s: tagging %s as %s: %w: %s", n.Name, src, dst, err, out)
+		}
+		return nil
+	})
+}
+
 // startKubelet writes the kubelet's configuration, credentials and serving certificate
 // and starts it in the node's cgroup.
 func (n *Node) startKubelet(c *Cluster) error {

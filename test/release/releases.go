@@ -88,6 +88,26 @@ func BuildRelease(ctx context.Context, root string, r Release, dir string) ([]oc
 	return specs, nil
 }
 
+// BuildOperatorAt makes the operator image of any commit of this repository (a build, not
+// a release: no bundle is checked), named name: the commit's tree and its manager, built
+// in dir (kept between runs: a commit never changes), and the image from the tree's own
+// Dockerfile. The upgrade tests run it as "the previous build".
+func BuildOperatorAt(ctx context.Context, root, commit, version, dir, name string) (oci.Spec, error) {
+	tree := filepath.Join(dir, "tree")
+	if _, err := os.Stat(filepath.Join(tree, ".complete")); err != nil {
+		if err := exportTree(ctx, root, commit, tree); err != nil {
+			return oci.Spec{}, fmt.Errorf("build %s: %w", commit, err)
+		}
+	}
+	ldflags := fmt.Sprintf("-s -w -X github.com/dolphin-operator/dolphin/internal/version.Version=%s "+
+		"-X github.com/dolphin-operator/dolphin/internal/version.GitCommit=%s", version, commit[:7])
+	manager := filepath.Join(dir, "manager")
+	if err := goBuild(ctx, tree, manager, "./cmd/manager", ldflags); err != nil {
+		return oci.Spec{}, fmt.Errorf("build %s: %w", commit, err)
+	}
+	return Operator(tree, manager, name)
+}
+
 // exportTree writes the commit's tree into dir with git archive. A clone without the
 // commit (a shallow one) cannot build the release, and says so.
 func exportTree(ctx context.Context, root, commit, dir string) error {

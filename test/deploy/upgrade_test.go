@@ -1,0 +1,231 @@
+package deploy_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/internal/topology"
+	"github.com/dolphin-operator/dolphin/test/ground"
+	"github.com/dolphin-operator/dolphin/test/workload"
+)
+
+// TestAnOperatorUpgradeRestartsNoDatabase upgrades a `make deploy` install from the previous
+// build (its operator image, built from its own commit: make previous-image) to this one,
+// on a running 3-instance cluster with a writer, the way a kustomize user upgrades: `make
+// deploy` again, with the new operator image and, as a new release would, another default
+// MySQL image. The new operator keeps the pod template the instances run: no pod is
+// replaced, no mysqld restarts, and PendingRestart names the image a restart would bring.
+// spec.updatePolicy.operatorUpgrade Roll then rolls the instances onto it, replicas first
+// and the primary last after one switchover. No acknowledged write is lost.
+func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
+	ctx := context.Background()
+	list, from := os.Getenv("DOLPHIN_PREVIOUS_IMAGES"), os.Getenv("DOLPHIN_UPGRADE_FROM")
+	require.True(t, list != "" && len(from) == 40, "DOLPHIN_PREVIOUS_IMAGES and DOLPHIN_UPGRADE_FROM are set by `make test-e2e`")
+	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr, WithoutOperator: true, MoreImages: []string{list}})
+	require.NoError(t, err)
+	t.Cleanup(g.Stop)
+	k8s, err := g.Client()
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("operator log (end):\n%s", g.OperatorLogs(context.Background()))
+		}
+	})
+	this, oldMySQL := g.OperatorImage, g.MySQLImage
+	newMySQL := oldMySQL + "-next" // the same release under the tag the next operator defaults to
+	require.NoError(t, g.TagImage(ctx, oldMySQL, newMySQL))
+
+	g.OperatorImage = ground.PreviousOperatorImage(from)
+	require.NoError(t, g.Deploy(ctx))
+	waitOperator(t, k8s, g.OperatorImage)
+	ns, name := "shop", "orders"
+	names := []string{"orders-0", "orders-1", "orders-2"}
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}))
+	size := resource.MustParse("1Gi")
+	require.NoError(t, k8s.Create(ctx, &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), DeletionPolicy: mysqlv1beta1.DeletionPolicyDelete,
+			MySQL:   mysqlv1beta1.MySQLSpec{Version: g.MySQLSeries(), Config: map[string]string{"innodb_buffer_pool_size": "64M"}},
+			Storage: mysqlv1beta1.StorageSpec{Size: &size}}}))
+	waitFor(t, 4*time.Minute, "the cluster Ready under the previous build", func() error { return ready(ctx, k8s, ns, name) })
+	before, err := ground.PodUIDs(ctx, k8s, ns, names...)
+	require.NoError(t, err)
+	writer, err := workload.StartWriter(ctx, func(ctx context.Context) (*sql.DB, error) {
+		return g.HostDB(ctx, ns, name, ground.ServiceHost(ns, name+"-primary"))
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { writer.Stop() })
+	time.Sleep(2 * time.Second) // writes before the upgrade
+
+	// The upgrade: `make deploy` of this build, whose default MySQL image is another tag.
+	upgraded := time.Now()
+	g.OperatorImage, g.MySQLImage = this, newMySQL
+	require.NoError(t, g.Deploy(ctx))
+	waitOperator(t, k8s, this)
+	c := &mysqlv1beta1.MySQLCluster{}
+	took := waitFor(t, 2*time.Minute, "PendingRestart to name the new image", func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		p := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionPendingRestart)
+		if p == nil || p.Status != metav1.ConditionTrue || !strings.Contains(p.Message, oldMySQL+" -> "+newMySQL) {
+			return fmt.Errorf("PendingRestart: %+v", p)
+		}
+		return ready(ctx, k8s, ns, name)
+	})
+	pending := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionPendingRestart)
+	t.Logf("the new operator held the template %s after the upgrade began: %s", took.Round(10*time.Millisecond), pending.Message)
+	time.Sleep(10 * time.Second) // passes of the new operator, each of which could have restarted something
+	uptime, err := g.Uptimes(ctx, ns, name, names...)
+	require.NoError(t, err)
+	after, err := ground.PodUIDs(ctx, k8s, ns, names...)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "no pod was replaced")
+	for n, up := range uptime {
+		require.GreaterOrEqual(t, time.Duration(up)*time.Second, time.Since(upgraded), "%s's mysqld ran through the upgrade", n)
+	}
+	sts := &appsv1.StatefulSet{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sts))
+	require.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, sts.Spec.UpdateStrategy.Type, "the roll is the operator's from now on")
+	require.Equal(t, oldMySQL, mysqldImage(sts.Spec.Template.Spec.Containers), "the template the instances run is kept")
+
+	// The opt-in: the roll onto the new template, primary last.
+	primary := c.Status.CurrentPrimary
+	transitions := leaseTransitions(t, k8s, c)
+	watch, err := ground.WatchRestarts(ctx, k8s, ns, name, names...)
+	require.NoError(t, err)
+	t.Cleanup(func() { watch.Stop() })
+	update(t, k8s, ns, name, func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.UpdatePolicy.OperatorUpgrade = mysqlv1beta1.OperatorUpgradeRoll
+	})
+	waitFor(t, 6*time.Minute, "every instance restarted onto the new template, the cluster Ready", func() error {
+		if order := watch.Order(); len(order) < len(names) {
+			return fmt.Errorf("restarted so far: %v", order)
+		}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		if c.Status.Rollout != nil || meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionPendingRestart) {
+			return fmt.Errorf("rollout %+v, conditions %v", c.Status.Rollout, c.Status.Conditions)
+		}
+		return ready(ctx, k8s, ns, name)
+	})
+	order, rollouts := watch.Stop()
+	t.Logf("restart order %v; status.rollout seen: %v", order, rollouts)
+	require.Equal(t, primary, order[len(order)-1], "the primary restarts last")
+	require.Len(t, order, len(names), "each instance restarts once")
+	require.Equal(t, transitions+1, leaseTransitions(t, k8s, c), "exactly one switchover")
+	for _, n := range names {
+		pod := &corev1.Pod{}
+		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pod))
+		require.Equal(t, newMySQL, mysqldImage(pod.Spec.Containers), n)
+	}
+
+	acks := writer.Stop()
+	require.NotEmpty(t, acks)
+	requireNoLostWrites(t, g, ns, name, c.Status.CurrentPrimary, acks)
+	requireNoForbidden(t, g)
+}
+
+// ready is nil once the cluster is Ready for its generation with every instance.
+func ready(ctx context.Context, k8s client.Client, ns, name string) error {
+	c := &mysqlv1beta1.MySQLCluster{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+		return err
+	}
+	if c.Status.ObservedGeneration != c.Generation || !meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady) ||
+		c.Status.ReadyInstances != *c.Spec.Instances || c.Status.CurrentPrimary == "" {
+		return fmt.Errorf("phase %s, primary %q, conditions %v", c.Status.Phase, c.Status.CurrentPrimary, c.Status.Conditions)
+	}
+	return nil
+}
+
+// waitOperator waits until the only operator pod runs image and is Ready.
+func waitOperator(t *testing.T, k8s client.Client, image string) {
+	t.Helper()
+	waitFor(t, 3*time.Minute, "the operator pod of "+image, func() error {
+		pods := &corev1.PodList{}
+		if err := k8s.List(context.Background(), pods, client.InNamespace(operatorNS),
+			client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 || pods.Items[0].Spec.Containers[0].Image != image || pods.Items[0].DeletionTimestamp != nil {
+			return fmt.Errorf("%d operator pods", len(pods.Items))
+		}
+		for _, cond := range pods.Items[0].Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("pod %s not Ready", pods.Items[0].Name)
+	})
+}
+
+// update changes the cluster's spec, retrying on conflicts (the operator writes status).
+func update(t *testing.T, k8s client.Client, ns, name string, change func(*mysqlv1beta1.MySQLCluster)) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "the change of "+name+" to be accepted", func() error {
+		c := &mysqlv1beta1.MySQLCluster{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		change(c)
+		return k8s.Update(context.Background(), c)
+	})
+}
+
+// mysqldImage is the image of the mysqld container among ctrs.
+func mysqldImage(ctrs []corev1.Container) string {
+	for _, ctr := range ctrs {
+		if ctr.Name == resources.ContainerMySQL {
+			return ctr.Image
+		}
+	}
+	return ""
+}
+
+// leaseTransitions is how many times the cluster's primary Lease changed holder.
+func leaseTransitions(t *testing.T, k8s client.Client, c *mysqlv1beta1.MySQLCluster) int32 {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: c.Namespace, Name: topology.LeaseName(c)}, l))
+	if l.Spec.LeaseTransitions == nil {
+		return 0
+	}
+	return *l.Spec.LeaseTransitions
+}
+
+// requireNoLostWrites reads every acknowledged write back from the primary.
+func requireNoLostWrites(t *testing.T, g *ground.Ground, ns, cluster, primary string, acks []workload.Ack) {
+	t.Helper()
+	var lost []int
+	waitFor(t, 30*time.Second, "the acknowledged writes to be read from "+primary, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := g.PodDB(ctx, ns, cluster, primary)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		lost, err = workload.Lost(ctx, d, acks)
+		return err
+	})
+	t.Logf("%d acknowledged writes, lost: %v", len(acks), lost)
+	require.Empty(t, lost, "every acknowledged write survives")
+}
