@@ -3,6 +3,7 @@ package envtest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,6 +208,52 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 			}
 			if svc.Spec.Selector[resources.LabelRole] != string(resources.RolePrimary) {
 				return fmt.Errorf("selector %v", svc.Spec.Selector)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a template an earlier operator built is kept until the update policy says Roll", func(t *testing.T) {
+		// What an earlier operator with another default image left: its image, its hash.
+		sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		require.NoError(t, err)
+		built := sts.Spec.Template.Spec.Containers[0].Image
+		sts.Spec.Template.Spec.Containers[0].Image = "registry.example.com/mysql:8.4.5"
+		sts.Annotations[resources.AnnotationPodTemplate] = "0123456789abcdef"
+		require.NoError(t, c.Update(ctx, sts))
+		eventually(t, "PendingRestart to name the image a restart would bring", func() error {
+			got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+			if err != nil {
+				return err
+			}
+			p := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionPendingRestart)
+			if p == nil || p.Status != metav1.ConditionTrue ||
+				!strings.Contains(p.Message, "image of container mysqld: registry.example.com/mysql:8.4.5 -> "+built) {
+				return fmt.Errorf("PendingRestart %+v", p)
+			}
+			return nil
+		})
+		settle(t, counting)
+		held, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		require.NoError(t, err)
+		require.Equal(t, "registry.example.com/mysql:8.4.5", held.Spec.Template.Spec.Containers[0].Image, "the template is kept")
+		require.Equal(t, sts.Generation, held.Generation, "and not written again")
+
+		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) {
+			x.Spec.UpdatePolicy.OperatorUpgrade = mysqlv1beta1.OperatorUpgradeRoll
+		})
+		eventually(t, "the built template, and nothing pending", func() error {
+			sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+			if err != nil {
+				return err
+			}
+			got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+			if err != nil {
+				return err
+			}
+			if img := sts.Spec.Template.Spec.Containers[0].Image; img != built ||
+				!meta.IsStatusConditionFalse(got.Status.Conditions, mysqlv1beta1.ConditionPendingRestart) {
+				return fmt.Errorf("image %s, conditions %v", img, got.Status.Conditions)
 			}
 			return nil
 		})
