@@ -15,7 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
@@ -139,6 +141,12 @@ func (r *MySQLClusterReconciler) reconcileStatefulSet(ctx context.Context, st *s
 	sts := resources.StatefulSet(c, in)
 	hold := holdTemplate(sts, live, c.Spec.UpdatePolicy.OperatorUpgrade)
 	st.template = &hold
+	if errs := refusedChanges(c, sts, live); len(errs) > 0 {
+		// The webhook refuses these; a spec that reached the API server around it (webhooks
+		// off or bypassed) is not applied either.
+		st.invalid = fmt.Errorf("the cluster's spec is invalid: %w", errs.ToAggregate())
+		return reconcile.TerminalError(st.invalid)
+	}
 	if err := r.applyOrDelete(ctx, st, sts, nil); err != nil {
 		return err
 	}
@@ -146,6 +154,34 @@ func (r *MySQLClusterReconciler) reconcileStatefulSet(ctx context.Context, st *s
 		return err
 	}
 	return r.observeStatefulSet(ctx, st)
+}
+
+// refusedChanges are the webhook's change checks the reconciler can make itself, against
+// what runs rather than a stored object: a pod template that would run an older MySQL
+// release than status.version, and a scale-down below the semi-sync minimum.
+func refusedChanges(c *mysqlv1beta1.MySQLCluster, desired, live *appsv1.StatefulSet) field.ErrorList {
+	if live == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if img := containerImage(desired.Spec.Template.Spec.Containers); img != containerImage(live.Spec.Template.Spec.Containers) {
+		to, ok := resources.ImageRelease(img)
+		errs = append(errs, c.ValidateRelease(c, to, ok)...)
+	}
+	if have := live.Spec.Replicas; have != nil && *have > *c.Spec.Instances {
+		errs = append(errs, c.ValidateScaleDownFrom(*have)...)
+	}
+	return errs
+}
+
+// containerImage is the mysqld container's image among ctrs.
+func containerImage(ctrs []corev1.Container) string {
+	for _, ctr := range ctrs {
+		if ctr.Name == resources.ContainerMySQL {
+			return ctr.Image
+		}
+	}
+	return ""
 }
 
 // scaleDownReplicas is how many pods the StatefulSet keeps while spec.instances shrinks from

@@ -117,3 +117,34 @@ func TestTemplateChangesNameWhatDiffers(t *testing.T) {
 		"container exporter removed", "the volumes", "the my.cnf settings read at start"}, templateChanges(&tmpl, next),
 		"a pod setting removed is not seen by comparing what the built template sets")
 }
+
+// The webhook's change checks hold in the reconciler too, against what runs: a spec that
+// reached the API server around the webhook is not applied.
+func TestRefusedChanges(t *testing.T) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "prod"}}
+	c.Spec.Instances = new(int32(3))
+	c.Spec.MySQL.Version = "9.7"
+	c.Default()
+	c.Status.Version = "9.7.4"
+	sts := func(image string, replicas int32) *appsv1.StatefulSet {
+		s := &appsv1.StatefulSet{}
+		s.Spec.Replicas = &replicas
+		s.Spec.Template.Spec.Containers = []corev1.Container{{Name: resources.ContainerMySQL, Image: image}}
+		return s
+	}
+	require.Empty(t, refusedChanges(c, sts("mysql:9.7.3", 3), nil), "a new cluster has nothing running")
+	require.Empty(t, refusedChanges(c, sts("mysql:9.7.3", 3), sts("mysql:9.7.3", 3)), "what runs already is no change")
+	require.Empty(t, refusedChanges(c, sts("mysql:9.7.5", 3), sts("mysql:9.7.4", 3)), "an upgrade")
+	errs := refusedChanges(c, sts("mysql:9.7.3", 3), sts("mysql:9.7.4", 3))
+	require.Len(t, errs, 1)
+	require.Equal(t, "spec.mysql.version", errs[0].Field)
+	require.Contains(t, errs[0].Detail, "older than the 9.7.4 the instances run")
+
+	two := c.DeepCopy()
+	two.Spec.Instances = new(int32(2))
+	require.Empty(t, refusedChanges(two, sts("mysql:9.7.4", 2), sts("mysql:9.7.4", 3)), "two instances keep one semi-sync replica")
+	two.Spec.Replication.SemiSync.WaitForReplicaCount = new(int32(2))
+	errs = refusedChanges(two, sts("mysql:9.7.4", 2), sts("mysql:9.7.4", 3))
+	require.Len(t, errs, 1)
+	require.Equal(t, "spec.instances", errs[0].Field)
+}
