@@ -39,6 +39,10 @@ func (c *MySQLCluster) Default() []string {
 		s.Storage.Size = &q
 		mark("spec.storage.size")
 	}
+	if s.Storage.WhenScaled == "" {
+		s.Storage.WhenScaled = DeletionPolicyRetain
+		mark("spec.storage.whenScaled")
+	}
 	ss := &s.Replication.SemiSync
 	if ss.Enabled == nil {
 		ss.Enabled = new(true)

@@ -161,6 +161,14 @@ type StorageSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage class",xDescriptors={"urn:alm:descriptor:io.kubernetes:StorageClass"}
 	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// WhenScaled says what happens to the volume of an instance a scale-down removes:
+	// Retain (the default) keeps it, and a scale-up back reuses its data; Delete removes it
+	// with the instance's pod (the StatefulSet's claim retention policy).
+	// +optional
+	// +kubebuilder:validation:Enum=Delete;Retain
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volumes of removed instances",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Delete","urn:alm:descriptor:com.tectonic.ui:select:Retain"}
+	WhenScaled DeletionPolicy `json:"whenScaled,omitempty"`
 }
 
 // ReplicationSpec tunes replication.

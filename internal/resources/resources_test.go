@@ -68,8 +68,9 @@ func TestStatefulSet(t *testing.T) {
 			if m.StartupProbe == nil || m.ReadinessProbe == nil || m.LivenessProbe == nil {
 				t.Error("mysqld needs startup, readiness and liveness probes")
 			}
-			if s.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
-				t.Error("the default deletion policy keeps volumes")
+			if p := s.Spec.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
+				p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+				t.Error("the defaults keep volumes, of a deleted cluster and of a removed instance")
 			}
 			if s.Spec.Template.Spec.Affinity.PodAntiAffinity == nil || len(s.Spec.Template.Spec.TopologySpreadConstraints) != 1 {
 				t.Error("default anti-affinity and zone spread are missing")
@@ -97,6 +98,12 @@ func TestStatefulSet(t *testing.T) {
 		"deletion policy Delete removes volumes with the set": {func(c *mysqlv1beta1.MySQLCluster) { c.Spec.DeletionPolicy = mysqlv1beta1.DeletionPolicyDelete }, func(t *testing.T, s *appsv1.StatefulSet) {
 			if s.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.DeletePersistentVolumeClaimRetentionPolicyType {
 				t.Error("volumes must go with the StatefulSet")
+			}
+		}},
+		"whenScaled Delete removes a removed instance's volume": {func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Storage.WhenScaled = mysqlv1beta1.DeletionPolicyDelete }, func(t *testing.T, s *appsv1.StatefulSet) {
+			if p := s.Spec.PersistentVolumeClaimRetentionPolicy; p.WhenScaled != appsv1.DeletePersistentVolumeClaimRetentionPolicyType ||
+				p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+				t.Errorf("retention %+v", p)
 			}
 		}},
 		"monitoring adds the exporter": {func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Monitoring.Exporter.Enabled = true }, func(t *testing.T, s *appsv1.StatefulSet) {

@@ -35,6 +35,11 @@ func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.Stat
 	if c.Spec.DeletionPolicy == mysqlv1beta1.DeletionPolicyDelete {
 		claimPolicy = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 	}
+	// Retained, the volume of a replica scaled away is reused by a scale-up back.
+	whenScaled := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	if c.Spec.Storage.WhenScaled == mysqlv1beta1.DeletionPolicyDelete {
+		whenScaled = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
 	claims := in.ClaimTemplates
 	if len(claims) == 0 {
 		claims = []corev1.PersistentVolumeClaim{dataClaimTemplate(c)}
@@ -56,8 +61,7 @@ func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.Stat
 			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: claimPolicy,
-				// A replica scaled away keeps its volume: scaling back up reuses its data.
-				WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  whenScaled,
 			},
 			Template:             template,
 			VolumeClaimTemplates: claims,
