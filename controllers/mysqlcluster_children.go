@@ -4,18 +4,22 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -203,10 +207,13 @@ func scaleDownReplicas(c *mysqlv1beta1.MySQLCluster, have int32, rep topology.Re
 	return &have, fmt.Sprintf("the scale-down to %d instances waits for primary %s to hand over to an instance it keeps", want, rep.CurrentPrimary)
 }
 
-// growVolumes raises each data claim's request to spec.storage.size (never lowers it).
+// growVolumes raises each data claim's request to spec.storage.size (never lowers it) where
+// the claim's StorageClass allows expansion (growPlan), and records what it cannot grow and
+// what its provisioner is still growing.
 func (r *MySQLClusterReconciler) growVolumes(ctx context.Context, st *state) error {
 	c := st.cluster
-	want := *c.Spec.Storage.Size
+	var claims []corev1.PersistentVolumeClaim
+	classes := map[string]*storagev1.StorageClass{}
 	for i := range int(*c.Spec.Instances) {
 		pvc := &corev1.PersistentVolumeClaim{}
 		name := resources.DataClaimName(c, i)
@@ -216,18 +223,75 @@ func (r *MySQLClusterReconciler) growVolumes(ctx context.Context, st *state) err
 			}
 			return fmt.Errorf("while reading claim %s: %w", name, err)
 		}
-		have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-		if have.Cmp(want) >= 0 {
+		claims = append(claims, *pvc)
+		class := ptr.Deref(pvc.Spec.StorageClassName, "")
+		if _, seen := classes[class]; seen || class == "" {
 			continue
 		}
-		patch := client.MergeFrom(pvc.DeepCopy())
-		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = want
-		if err := r.Patch(ctx, pvc, patch); err != nil {
-			return fmt.Errorf("while growing claim %s to %s: %w", name, want.String(), err)
+		sc := &storagev1.StorageClass{}
+		if err := r.Get(ctx, client.ObjectKey{Name: class}, sc); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("while reading StorageClass %s: %w", class, err)
+			}
+			sc = nil
 		}
-		st.changed = append(st.changed, "grew claim "+name)
+		classes[class] = sc
+	}
+	plan := growPlan(*c.Spec.Storage.Size, claims, classes)
+	st.volumesRefused, st.volumesGrowing = plan.refused, plan.growing
+	for _, i := range plan.grow {
+		pvc := &claims[i]
+		patch := client.MergeFrom(pvc.DeepCopy())
+		pvc.Spec.Resources.Requests[corev1.ResourceStorage] = *c.Spec.Storage.Size
+		if err := r.Patch(ctx, pvc, patch); err != nil {
+			return fmt.Errorf("while growing claim %s to %s: %w", pvc.Name, c.Spec.Storage.Size.String(), err)
+		}
+		st.changed = append(st.changed, "grew claim "+pvc.Name)
 	}
 	return nil
+}
+
+// volumeGrowth is what growVolumes does: grow the claims at these indexes; refused says
+// why others cannot grow, growing which bound claims' provisioners have not yet grown.
+type volumeGrowth struct {
+	grow             []int
+	refused, growing string
+}
+
+// growPlan decides, purely, which claims to grow to want: those asking for less, whose
+// StorageClass (by name; nil when it does not exist) allows expansion. A claim without a
+// class, or of a class that does not allow it, is refused, naming the class.
+func growPlan(want resource.Quantity, claims []corev1.PersistentVolumeClaim, classes map[string]*storagev1.StorageClass) volumeGrowth {
+	var g volumeGrowth
+	var refused, growing []string
+	for i, pvc := range claims {
+		have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		if have.Cmp(want) >= 0 {
+			if got, ok := pvc.Status.Capacity[corev1.ResourceStorage]; ok && pvc.Status.Phase == corev1.ClaimBound && got.Cmp(have) < 0 {
+				growing = append(growing, fmt.Sprintf("%s (%s of %s)", pvc.Name, got.String(), have.String()))
+			}
+			continue
+		}
+		class := ptr.Deref(pvc.Spec.StorageClassName, "")
+		switch sc := classes[class]; {
+		case class == "":
+			refused = append(refused, pvc.Name+" has no StorageClass")
+		case sc == nil:
+			refused = append(refused, fmt.Sprintf("%s's StorageClass %s does not exist", pvc.Name, class))
+		case sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion:
+			refused = append(refused, fmt.Sprintf("%s's StorageClass %s does not allow volume expansion", pvc.Name, class))
+		default:
+			g.grow = append(g.grow, i)
+		}
+	}
+	if len(refused) > 0 {
+		g.refused = fmt.Sprintf("spec.storage.size %s cannot be applied: %s; the claims keep their size",
+			want.String(), strings.Join(refused, ", "))
+	}
+	if len(growing) > 0 {
+		g.growing = "waiting for the volumes to grow: " + strings.Join(growing, ", ")
+	}
+	return g
 }
 
 func (r *MySQLClusterReconciler) observeStatefulSet(ctx context.Context, st *state) error {

@@ -64,6 +64,7 @@ type MySQLClusterReconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
@@ -127,6 +128,9 @@ type state struct {
 	template *templateHold
 	// scaleDownHeld says what a held scale-down waits for ("" when none is held).
 	scaleDownHeld string
+	// volumesRefused says why spec.storage.size cannot be applied to every claim,
+	// volumesGrowing which claims their provisioner is still growing ("" when none).
+	volumesRefused, volumesGrowing string
 	changed       []string
 	invalid       error
 	renewAt       time.Time

@@ -226,6 +226,8 @@ func setProgressing(set func(string, metav1.ConditionStatus, string, string), st
 			fmt.Sprintf("%d of %d instances updated: %s", st.roll.updated, st.roll.total, st.roll.step))
 	case ro.rolling:
 		set(mysqlv1beta1.ConditionProgressing, metav1.ConditionTrue, mysqlv1beta1.ReasonRollingUpdate, "pods are being replaced")
+	case st.volumesGrowing != "":
+		set(mysqlv1beta1.ConditionProgressing, metav1.ConditionTrue, mysqlv1beta1.ReasonResizingVolumes, st.volumesGrowing)
 	case len(st.changed) > 0:
 		set(mysqlv1beta1.ConditionProgressing, metav1.ConditionTrue, mysqlv1beta1.ReasonReconciling, strings.Join(st.changed, ", "))
 	case ro.ready != ro.desired:
@@ -262,6 +264,8 @@ func setDegraded(set func(string, metav1.ConditionStatus, string, string), st *s
 		set(mysqlv1beta1.ConditionDegraded, metav1.ConditionTrue, mysqlv1beta1.ReasonRollPaused, st.roll.step)
 	case st.topology.Managed && !st.topology.Healthy:
 		set(mysqlv1beta1.ConditionDegraded, metav1.ConditionTrue, orDefault(st.topology.Reason, mysqlv1beta1.ReasonReplicationBroken), st.topology.Message)
+	case st.volumesRefused != "":
+		set(mysqlv1beta1.ConditionDegraded, metav1.ConditionTrue, mysqlv1beta1.ReasonVolumeExpansionRefused, st.volumesRefused)
 	default:
 		set(mysqlv1beta1.ConditionDegraded, metav1.ConditionFalse, mysqlv1beta1.ReasonReconciled, "no problem found")
 		return false

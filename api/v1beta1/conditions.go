@@ -61,6 +61,12 @@ const (
 	ReasonReplicationHealthy   = "ReplicationHealthy"
 	ReasonDeletionInProgress   = "DeletionInProgress"
 	ReasonBackupTargetNotFound = "BackupTargetNotFound"
+	// ReasonVolumeExpansionRefused: spec.storage.size is larger than claims whose
+	// StorageClass does not allow expansion (or that have none); they keep their size.
+	ReasonVolumeExpansionRefused = "VolumeExpansionRefused"
+	// ReasonResizingVolumes: claims ask for spec.storage.size and their provisioner has not
+	// yet grown the volumes.
+	ReasonResizingVolumes = "ResizingVolumes"
 	// ReasonTemplateHeld: PendingRestart is True; the instances keep the pod template an
 	// earlier operator built.
 	ReasonTemplateHeld = "TemplateHeld"

@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -257,6 +258,38 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("a volume whose StorageClass does not allow expansion keeps its size, and Degraded says why", func(t *testing.T) {
+		require.NoError(t, c.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fixed"},
+			Provisioner: "example.com/fixed", AllowVolumeExpansion: new(false)}))
+		sts, err := get(ctx, c, ns, "db", &appsv1.StatefulSet{})
+		require.NoError(t, err)
+		cl, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+		require.NoError(t, err)
+		claim := dataClaim(ns, "data-db-1", cl, sts)
+		claim.OwnerReferences = nil
+		claim.Spec.StorageClassName = new("fixed")
+		require.NoError(t, c.Create(ctx, claim))
+		update(t, c, ns, func(x *mysqlv1beta1.MySQLCluster) {
+			x.Spec.Instances = new(int32(2)) // the claims of instances spec.instances keeps grow
+			x.Spec.Storage.Size = new(resource.MustParse("50Gi"))
+		})
+		eventually(t, "Degraded to name the StorageClass", func() error {
+			got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+			if err != nil {
+				return err
+			}
+			d := meta.FindStatusCondition(got.Status.Conditions, mysqlv1beta1.ConditionDegraded)
+			if d == nil || d.Reason != mysqlv1beta1.ReasonVolumeExpansionRefused ||
+				!strings.Contains(d.Message, "data-db-1's StorageClass fixed does not allow volume expansion") {
+				return fmt.Errorf("Degraded %+v", d)
+			}
+			return nil
+		})
+		got, err := get(ctx, c, ns, "data-db-1", &corev1.PersistentVolumeClaim{})
+		require.NoError(t, err)
+		require.Equal(t, "1Gi", got.Spec.Resources.Requests.Storage().String(), "no resize is asked of the claim")
 	})
 
 	t.Run("deletion right after a switch to Retain keeps the data volumes and the secrets", func(t *testing.T) {
