@@ -50,6 +50,10 @@ import (
 
 var scheme = runtime.NewScheme()
 
+
+// eventSource is the reporting controller of every Event the operator records.
+const eventSource = "dolphin-operator"
+
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
@@ -198,7 +202,7 @@ func main() {
 
 // setup registers the controllers, webhooks, runnables and health checks with the manager.
 func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
-	topo := &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("dolphin-operator"),
+	topo := &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(eventSource),
 		Addresses: topology.Addresses(o.mysqlAddresses), CloneTimeout: o.cloneTimeout, WatchInterval: o.watchInterval}
 	// A runnable that needs the leader: only the elected operator runs the loops.
 	if err := mgr.Add(topo); err != nil {
@@ -209,7 +213,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	if err := (&controllers.MySQLClusterReconciler{
 		Client:                  mgr.GetClient(),
 		Scheme:                  mgr.GetScheme(),
-		Recorder:                mgr.GetEventRecorder("dolphin-operator"),
+		Recorder:                mgr.GetEventRecorder(eventSource),
 		Images:                  resources.ImagesFromEnv(os.Getenv),
 		OperatorImage:           image,
 		Topology:                topo,
@@ -222,7 +226,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Scheme:        mgr.GetScheme(),
-		Recorder:      mgr.GetEventRecorder("dolphin-operator"),
+		Recorder:      mgr.GetEventRecorder(eventSource),
 		Images:        resources.ImagesFromEnv(os.Getenv),
 		OperatorImage: image,
 		Watchdog:      watchdog,
@@ -241,7 +245,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		return fmt.Errorf("a discovery client: %w", err)
 	}
 	if err := mgr.Add(&storageversion.Migrator{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
-		Discovery: disco, CRDs: storageversion.CRDs}); err != nil {
+		Discovery: disco, CRDs: storageversion.CRDs, Recorder: mgr.GetEventRecorder(eventSource)}); err != nil {
 		return fmt.Errorf("the storage version migrator: %w", err)
 	}
 	if o.enableWebhooks && o.selfIssueCert {

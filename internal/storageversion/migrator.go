@@ -16,13 +16,17 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,6 +56,29 @@ type Migrator struct {
 	// Retry is the wait between attempts while one fails (the conversion webhook a list
 	// needs may not answer yet); default 10 s.
 	Retry time.Duration
+	// Recorder, when set, receives an Event on the CRD for each migration done (Normal,
+	// StorageVersionMigrated) and for a migration that keeps failing (Warning,
+	// StorageVersionMigrationFailed: the first failure, then every WarnEvery).
+	Recorder events.EventRecorder
+}
+
+// Event reasons of the migrator, on the CRD (a cluster-scoped object: the Events go to the
+// default namespace).
+const (
+	ReasonMigrated        = "StorageVersionMigrated"
+	ReasonMigrationFailed = "StorageVersionMigrationFailed"
+	// WarnEvery is how often a failing migration repeats its Warning.
+	WarnEvery = 10 * time.Minute
+)
+
+// Result is what one migration of a CRD did.
+type Result struct {
+	// Rewritten is how many objects were rewritten in the storage version.
+	Rewritten int
+	// Dropped are the versions removed from status.storedVersions (none: nothing to do).
+	Dropped []string
+	// Storage is the CRD's storage version.
+	Storage string
 }
 
 // Start migrates every CRD, retrying each until it succeeds or ctx ends. It implements
@@ -63,15 +90,25 @@ func (m *Migrator) Start(ctx context.Context) error {
 		wait = 10 * time.Second
 	}
 	for _, name := range m.CRDs {
+		var warned time.Time
 		for {
-			n, err := m.Migrate(ctx, name)
+			res, err := m.Migrate(ctx, name)
 			if err == nil {
-				if n > 0 {
-					log.Info("Migrated stored objects to the storage version", "crd", name, "objects", n)
+				if len(res.Dropped) > 0 {
+					log.Info("Migrated stored objects to the storage version", "crd", name, "objects", res.Rewritten,
+						"storage", res.Storage, "dropped", res.Dropped)
+					m.event(name, corev1.EventTypeNormal, ReasonMigrated,
+						"Rewrote %d objects in storage version %s; status.storedVersions no longer lists %s",
+						res.Rewritten, res.Storage, strings.Join(res.Dropped, ", "))
 				}
 				break
 			}
 			log.Error(err, "Storage version migration failed; retrying", "crd", name, "in", wait)
+			if time.Since(warned) >= WarnEvery {
+				warned = time.Now()
+				m.event(name, corev1.EventTypeWarning, ReasonMigrationFailed,
+					"Storage version migration failed (retried every %s): %v", wait, err)
+			}
 			select {
 			case <-ctx.Done():
 				return nil
@@ -83,31 +120,43 @@ func (m *Migrator) Start(ctx context.Context) error {
 	return nil
 }
 
+// event records an Event on the CRD name, when there is a recorder.
+func (m *Migrator) event(name, kind, reason, note string, args ...any) {
+	if m.Recorder == nil {
+		return
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	m.Recorder.Eventf(crd, nil, kind, reason, "Migrate", note, args...)
+}
+
 // NeedLeaderElection implements manager.LeaderElectionRunnable: one replica migrates.
 func (m *Migrator) NeedLeaderElection() bool { return true }
 
 // Migrate rewrites every object of the CRD name in its storage version when storedVersions
-// lists another, then sets storedVersions to the storage version alone. It returns how many
-// objects it rewrote; nothing is written when only the storage version is listed.
-func (m *Migrator) Migrate(ctx context.Context, name string) (int, error) {
+// lists another, then sets storedVersions to the storage version alone. It reports what it
+// did; nothing is written when only the storage version is listed.
+func (m *Migrator) Migrate(ctx context.Context, name string) (Result, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := m.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-		return 0, fmt.Errorf("reading CRD %s: %w", name, err)
+		return Result{}, fmt.Errorf("reading CRD %s: %w", name, err)
 	}
 	storage := StorageVersion(crd)
 	if storage == "" {
-		return 0, fmt.Errorf("CRD %s has no storage version", name)
+		return Result{}, fmt.Errorf("CRD %s has no storage version", name)
 	}
+	res := Result{Storage: storage}
 	if slices.Equal(crd.Status.StoredVersions, []string{storage}) {
-		return 0, nil
+		return res, nil
 	}
 	if err := m.servedAsStored(crd, storage); err != nil {
-		return 0, err
+		return res, err
 	}
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.ListKind}
 	n, err := m.rewriteAll(ctx, gvk)
+	res.Rewritten = n
 	if err != nil {
-		return n, err
+		return res, err
 	}
 	// Every object listed above was written after the storage version changed, and every
 	// object written since is in it too: the older versions are gone from etcd.
@@ -118,13 +167,14 @@ func (m *Migrator) Migrate(ctx context.Context, name string) (int, error) {
 		if StorageVersion(crd) != storage {
 			return fmt.Errorf("CRD %s changed its storage version during the migration", name)
 		}
+		res.Dropped = slices.DeleteFunc(slices.Clone(crd.Status.StoredVersions), func(v string) bool { return v == storage })
 		crd.Status.StoredVersions = []string{storage}
 		return m.Writer.Status().Update(ctx, crd)
 	})
 	if err != nil {
-		return n, fmt.Errorf("recording %s as the only stored version of %s: %w", storage, name, err)
+		return res, fmt.Errorf("recording %s as the only stored version of %s: %w", storage, name, err)
 	}
-	return n, nil
+	return res, nil
 }
 
 // rewriteAll updates every object of the list kind gvk unchanged, a page at a time.

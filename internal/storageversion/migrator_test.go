@@ -2,7 +2,9 @@ package storageversion
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apidiscovery "k8s.io/apiserver/pkg/endpoints/discovery"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -65,9 +68,9 @@ func TestMigrateRewritesEachObjectAndSkipsOneDeletedMeanwhile(t *testing.T) {
 		return cl.Update(ctx, obj, opts...)
 	}}, crd([]string{"v1", "v2"}, "v2"), widget("a"), widget("gone"), widget("b"))
 	m := &Migrator{Reader: c, Writer: c}
-	n, err := m.Migrate(context.Background(), "widgets.example.com")
+	res, err := m.Migrate(context.Background(), "widgets.example.com")
 	require.NoError(t, err)
-	require.Equal(t, 3, n)
+	require.Equal(t, Result{Rewritten: 3, Dropped: []string{"v1"}, Storage: "v2"}, res)
 	require.ElementsMatch(t, []string{"a", "b"}, updated)
 	got := &apiextensionsv1.CustomResourceDefinition{}
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: "widgets.example.com"}, got))
@@ -90,4 +93,29 @@ func TestMigrateRefusesACRDWithoutAStorageVersion(t *testing.T) {
 	c := newClient(t, interceptor.Funcs{}, crd([]string{"v1"}, ""))
 	_, err := (&Migrator{Reader: c, Writer: c}).Migrate(context.Background(), "widgets.example.com")
 	require.ErrorContains(t, err, "widgets.example.com has no storage version")
+}
+
+// What the migrator did, and a migration that keeps failing, are Events on the CRD: a user
+// sees them with kubectl get events, not only in the operator's log.
+func TestTheMigratorReportsThroughEvents(t *testing.T) {
+	var fails atomic.Bool
+	fails.Store(true)
+	c := newClient(t, interceptor.Funcs{Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if fails.Load() {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "example.com", Resource: "widgets"}, obj.GetName(), nil)
+		}
+		return cl.Update(ctx, obj, opts...)
+	}}, crd([]string{"v1", "v2"}, "v2"), widget("a"))
+	rec := events.NewFakeRecorder(10)
+	m := &Migrator{Reader: c, Writer: c, CRDs: []string{"widgets.example.com"}, Recorder: rec, Retry: 50 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Start(ctx) }()
+	require.Contains(t, <-rec.Events, "Warning StorageVersionMigrationFailed Storage version migration failed (retried every 50ms): rewriting Widget default/a")
+	time.Sleep(200 * time.Millisecond) // retries: the Warning is not repeated within WarnEvery
+	require.Empty(t, rec.Events)
+	fails.Store(false)
+	require.Equal(t, "Normal StorageVersionMigrated Rewrote 1 objects in storage version v2; status.storedVersions no longer lists v1", <-rec.Events)
+	cancel()
+	require.NoError(t, <-done)
 }

@@ -64,9 +64,9 @@ func TestStorageVersionMigrationRewritesObjectsStoredInAnOlderVersion(t *testing
 	m := &storageversion.Migrator{Reader: c, Writer: c, Discovery: disco, CRDs: []string{clustersCRD}}
 	ns := namespace(t, c)
 
-	n, err := m.Migrate(ctx, clustersCRD)
+	res, err := m.Migrate(ctx, clustersCRD)
 	require.NoError(t, err)
-	require.Zero(t, n, "nothing to migrate on a fresh install")
+	require.Equal(t, storageversion.Result{Storage: "v1beta1"}, res, "nothing to migrate on a fresh install")
 
 	// The state an older release would leave: objects written while v1alpha1 was stored.
 	setStorage(t, c, "v1alpha1")
@@ -81,9 +81,11 @@ func TestStorageVersionMigrationRewritesObjectsStoredInAnOlderVersion(t *testing
 
 	key := "/registry/mysql.dolphin-operator.io/mysqlclusters/" + ns + "/legacy"
 	ground.WaitFor(t, 30*time.Second, "the migration", func() error {
-		_, err := m.Migrate(ctx, clustersCRD) // refused while discovery says v1alpha1 is stored
+		res, err = m.Migrate(ctx, clustersCRD) // refused while discovery says v1alpha1 is stored
 		return err
 	})
+	require.Equal(t, []string{"v1alpha1"}, res.Dropped)
+	require.Equal(t, 1, res.Rewritten)
 	require.Equal(t, "mysql.dolphin-operator.io/v1beta1", storedAPIVersion(t, env.EtcdURL, key))
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: clustersCRD}, crd))
 	require.Equal(t, []string{"v1beta1"}, crd.Status.StoredVersions)
@@ -93,9 +95,9 @@ func TestStorageVersionMigrationRewritesObjectsStoredInAnOlderVersion(t *testing
 
 	// Once migrated, a second run writes nothing.
 	rv := after.ResourceVersion
-	n, err = m.Migrate(ctx, clustersCRD)
+	res, err = m.Migrate(ctx, clustersCRD)
 	require.NoError(t, err)
-	require.Zero(t, n)
+	require.Equal(t, storageversion.Result{Storage: "v1beta1"}, res)
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(legacy), after))
 	require.Equal(t, rv, after.ResourceVersion)
 	require.True(t, slices.Equal(crd.Status.StoredVersions, []string{"v1beta1"}))
