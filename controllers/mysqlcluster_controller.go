@@ -131,9 +131,9 @@ type state struct {
 	// volumesRefused says why spec.storage.size cannot be applied to every claim,
 	// volumesGrowing which claims their provisioner is still growing ("" when none).
 	volumesRefused, volumesGrowing string
-	changed       []string
-	invalid       error
-	renewAt       time.Time
+	changed                        []string
+	invalid                        error
+	renewAt                        time.Time
 	// backups are the cluster's MySQLBackups (not being deleted); nextBackup is when
 	// the schedule is due next (zero: no schedule).
 	backups       []mysqlv1beta1.MySQLBackup

@@ -130,16 +130,16 @@ func validateVersion(c *MySQLCluster) field.ErrorList {
 	return nil
 }
 
-// validateScaleDown names spec.instances when a scale-down is what leaves semi-sync
-// fewer replicas than it waits for (validateReplication reports the same conflict on
-// waitForReplicaCount, which is what a new cluster's author would change).
-// ValidateScaleDownFrom is the scale-down check against the instances that run (have),
-// for the reconciler, which has no stored object to compare with.
+// ValidateScaleDownFrom checks a scale-down from the instances that run (have), for the
+// reconciler, which has no stored object to compare with.
 func (c *MySQLCluster) ValidateScaleDownFrom(have int32) field.ErrorList {
 	old := &MySQLCluster{Spec: MySQLClusterSpec{Instances: &have}}
 	return validateScaleDown(old, c)
 }
 
+// validateScaleDown names spec.instances when a scale-down is what leaves semi-sync
+// fewer replicas than it waits for (validateReplication reports the same conflict on
+// waitForReplicaCount, which is what a new cluster's author would change).
 func validateScaleDown(old, c *MySQLCluster) field.ErrorList {
 	ss := c.Spec.Replication.SemiSync
 	if old.Spec.Instances == nil || c.Spec.Instances == nil || *c.Spec.Instances >= *old.Spec.Instances ||

@@ -50,7 +50,6 @@ import (
 
 var scheme = runtime.NewScheme()
 
-
 // eventSource is the reporting controller of every Event the operator records.
 const eventSource = "dolphin-operator"
 

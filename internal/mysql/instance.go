@@ -103,7 +103,11 @@ type CloneOptions struct {
 	DonorHost      string
 	DonorPort      int
 	User, Password string
-	TLS            bool
+	// TLS encrypts the copy; TLSCAFile (a path on the recipient) makes the recipient verify
+	// the donor's certificate against that CA (clone_ssl_ca), and a donor that fails is
+	// refused before anything is copied.
+	TLS       bool
+	TLSCAFile string
 }
 
 // Instance is one mysqld, as the topology manager sees it.

@@ -322,6 +322,9 @@ func (i *instance) PrepareClone(ctx context.Context, o CloneOptions) error {
 	if err := i.Exec(ctx, fmt.Sprintf("SET GLOBAL clone_valid_donor_list = %s", quote(fmt.Sprintf("%s:%d", o.DonorHost, o.DonorPort)))); err != nil {
 		return err
 	}
+	if err := i.Exec(ctx, cloneCA(o)); err != nil {
+		return err
+	}
 	if err := i.stopReplica(ctx); err != nil {
 		return err
 	}

@@ -100,6 +100,16 @@ func durationMillis(d time.Duration) int64 {
 	return min(d.Milliseconds(), maxMillis)
 }
 
+// cloneCA sets the CA the recipient verifies its donor's certificate against; empty (no
+// CA, or no TLS) verifies nothing.
+func cloneCA(o CloneOptions) string {
+	ca := ""
+	if o.TLS {
+		ca = o.TLSCAFile
+	}
+	return "SET GLOBAL clone_ssl_ca = " + quote(ca)
+}
+
 func cloneFrom(o CloneOptions) string {
 	return fmt.Sprintf("CLONE INSTANCE FROM %s@%s:%d IDENTIFIED BY %s REQUIRE %sSSL",
 		quote(o.User), quote(o.DonorHost), o.DonorPort, quote(o.Password), map[bool]string{true: "", false: "NO "}[o.TLS])

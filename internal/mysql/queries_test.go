@@ -18,11 +18,13 @@ func TestStatementText(t *testing.T) {
 			TLSCAFile: "/etc/mysql/tls/ca.crt", TLSVerifyName: true}),
 			"CHANGE REPLICATION SOURCE TO SOURCE_HOST='h', SOURCE_PORT=1, SOURCE_USER='u', SOURCE_PASSWORD='p', " +
 				"SOURCE_AUTO_POSITION=1, SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT=86400, SOURCE_SSL=1, SOURCE_SSL_CA='/etc/mysql/tls/ca.crt', SOURCE_SSL_VERIFY_SERVER_CERT=1"},
-		"quotes are escaped":     {quote(`it's \ odd`), `'it\'s \\ odd'`},
-		"clone without TLS":      {cloneFrom(CloneOptions{DonorHost: "h", DonorPort: 3306, User: "u", Password: "p"}), "CLONE INSTANCE FROM 'u'@'h':3306 IDENTIFIED BY 'p' REQUIRE NO SSL"},
-		"clone with TLS":         {cloneFrom(CloneOptions{DonorHost: "h", DonorPort: 3306, User: "u", Password: "p", TLS: true}), "CLONE INSTANCE FROM 'u'@'h':3306 IDENTIFIED BY 'p' REQUIRE SSL"},
-		"install plugin":         {installPlugin("clone", "mysql_clone.so"), "INSTALL PLUGIN clone SONAME 'mysql_clone.so'"},
-		"error names no secrets": {firstWords("CHANGE REPLICATION SOURCE TO SOURCE_PASSWORD='x'"), "CHANGE REPLICATION SOURCE TO"},
+		"quotes are escaped":                 {quote(`it's \ odd`), `'it\'s \\ odd'`},
+		"clone without TLS":                  {cloneFrom(CloneOptions{DonorHost: "h", DonorPort: 3306, User: "u", Password: "p"}), "CLONE INSTANCE FROM 'u'@'h':3306 IDENTIFIED BY 'p' REQUIRE NO SSL"},
+		"clone with TLS":                     {cloneFrom(CloneOptions{DonorHost: "h", DonorPort: 3306, User: "u", Password: "p", TLS: true}), "CLONE INSTANCE FROM 'u'@'h':3306 IDENTIFIED BY 'p' REQUIRE SSL"},
+		"clone's donor verified":             {cloneCA(CloneOptions{TLS: true, TLSCAFile: "/etc/mysql/tls/ca.crt"}), "SET GLOBAL clone_ssl_ca = '/etc/mysql/tls/ca.crt'"},
+		"clone without TLS verifies nothing": {cloneCA(CloneOptions{TLSCAFile: "/etc/mysql/tls/ca.crt"}), "SET GLOBAL clone_ssl_ca = ''"},
+		"install plugin":                     {installPlugin("clone", "mysql_clone.so"), "INSTALL PLUGIN clone SONAME 'mysql_clone.so'"},
+		"error names no secrets":             {firstWords("CHANGE REPLICATION SOURCE TO SOURCE_PASSWORD='x'"), "CHANGE REPLICATION SOURCE TO"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", name, tc.got, tc.want)

@@ -60,6 +60,9 @@ func (m *Manager) startClone(ctx context.Context, cl *cluster, t mysql.Instance,
 	}
 	o := mysql.CloneOptions{DonorHost: m.Addresses.Host(cl.obj, pod), DonorPort: resources.MySQLPort,
 		User: resources.ReplicationUser, Password: cl.replicaPassword, TLS: tlsEnabled(cl)}
+	if o.TLS {
+		o.TLSCAFile = resources.TLSDir + "/" + resources.KeyCACert // the donor's certificate is the cluster CA's
+	}
 	if err := t.PrepareClone(ctx, o); err != nil {
 		return err
 	}

@@ -185,3 +185,50 @@ func TestAReplicaVerifiesItsSourcesCertificate(t *testing.T) {
 	require.Empty(t, rs.Replica.TLSCAFile)
 	require.False(t, rs.Replica.TLSVerifyName)
 }
+
+// A clone verifies its donor's certificate against the CA it is given (clone_ssl_ca): a
+// donor serving a certificate of another CA is refused and the recipient keeps its data;
+// a donor of the cluster's CA is cloned.
+func TestACloneVerifiesItsDonorsCertificate(t *testing.T) {
+	ctx := testContext(t)
+	ca, other := newCA(t, "cluster CA"), newCA(t, "another CA")
+	root := t.TempDir()
+	dirs := []tlsDir{tlsDir(root + "/recipient"), tlsDir(root + "/good"), tlsDir(root + "/other-ca")}
+	dirs[0].write(t, ca, time.Hour, loopback)
+	dirs[1].write(t, ca, time.Hour, loopback)
+	dirs[2].write(t, other, time.Hour, loopback)
+	servers, in := startTLS(t, dirs...)
+	for k := 1; k < len(in); k++ {
+		require.NoError(t, in[k].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
+		require.NoError(t, in[k].Exec(ctx, fmt.Sprintf("CREATE DATABASE donor_%d", k)))
+	}
+	from := func(k int) mysql.CloneOptions {
+		return mysql.CloneOptions{DonorHost: "127.0.0.1", DonorPort: servers[k].Port(), User: replUser, Password: replPassword,
+			TLS: true, TLSCAFile: dirs[0].path("ca.crt")}
+	}
+
+	require.NoError(t, in[0].PrepareClone(ctx, from(2)))
+	err := in[0].Clone(ctx, from(2))
+	require.Error(t, err, "a donor of another CA is refused")
+	require.Contains(t, strings.ToLower(err.Error()), "ssl", "the error says why")
+	require.Equal(t, 1, servers[0].Starts(), "nothing was copied: no restart")
+
+	require.NoError(t, in[0].PrepareClone(ctx, from(1)))
+	require.NoError(t, in[0].Clone(ctx, from(1)), "the connection dropping as mysqld restarts counts as the clone's end")
+	eventually(t, "the clone from the cluster CA's donor", func() error {
+		st, err := in[0].Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st.Clone == nil || st.Clone.State != mysql.CloneCompleted {
+			return fmt.Errorf("clone %+v", st.Clone)
+		}
+		return nil
+	})
+	db, err := servers[0].DB()
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = 'donor_1'").Scan(&n))
+	require.Equal(t, 1, n, "the donor's data is in place")
+}
