@@ -25,7 +25,8 @@ import (
 // TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt runs one writer through the
 // week's changes on one 3-instance cluster: an online setting changes on the running
 // instances with no restart; a my.cnf setting that needs a restart rolls the
-// replicas first, then switches over once and restarts the old primary; a scale-up to 5
+// replicas first, then switches over once and restarts the old primary; so does a change
+// of the image; a scale-up to 5
 // clones the new instances, and spec.primary moves the primary onto the last; the scale-down
 // back to 3 (spec.primary cleared) hands the primary over before its pod goes. No
 // acknowledged write is lost and no two instances are ever writable at once.
@@ -84,6 +85,32 @@ func TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt(t *testing.T) {
 	for _, n := range names {
 		require.Equal(t, []string{"123"}, column(t, dbOf(t, ns, n), "SELECT @@back_log"), n)
 	}
+	requireNoLostWrites(t, ns, primary, w.Acks())
+
+	// An image change (the same release under another name, as a user's mirror would
+	// serve it): the same roll, the primary last after one switchover.
+	mirror := g.MySQLImage + "-mirror"
+	require.NoError(t, g.TagImage(ctx, g.MySQLImage, mirror))
+	transitions = leaseTransitions(t, ns, "roll")
+	watch = watchRestarts(t, ns, names...)
+	updateCluster(t, ns, "roll", func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Image = mirror })
+	waitFor(t, 6*time.Minute, "every instance restarted onto the image, the cluster Ready", func() error {
+		if order := watch.Order(); len(order) < len(names) {
+			return fmt.Errorf("restarted so far: %v", order)
+		}
+		return readyAndRolledOut(ns, "roll")
+	})
+	order, _ = watch.Stop()
+	t.Logf("restart order for the image %v", order)
+	require.Equal(t, primary, order[len(order)-1], "the primary restarts last")
+	require.Len(t, order, len(names), "each instance restarts once")
+	require.Equal(t, transitions+1, leaseTransitions(t, ns, "roll"), "exactly one switchover")
+	for _, n := range names {
+		pod := &corev1.Pod{}
+		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pod))
+		require.Equal(t, mirror, pod.Spec.Containers[0].Image, n)
+	}
+	primary = currentPrimary(t, ns, "roll")
 	requireNoLostWrites(t, ns, primary, w.Acks())
 
 	// Scale up to 5, the primary moved onto the last instance once it has joined.
