@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,7 +19,6 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
-	"github.com/dolphin-operator/dolphin/internal/topology"
 	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/workload"
 )
@@ -107,11 +105,12 @@ func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
 
 	// The opt-in: the roll onto the new template, primary last.
 	primary := c.Status.CurrentPrimary
-	transitions := leaseTransitions(t, k8s, c)
+	transitions, err := ground.LeaseTransitions(ctx, k8s, ns, name)
+	require.NoError(t, err)
 	watch, err := ground.WatchRestarts(ctx, k8s, ns, name, names...)
 	require.NoError(t, err)
 	t.Cleanup(func() { watch.Stop() })
-	update(t, k8s, ns, name, func(c *mysqlv1beta1.MySQLCluster) {
+	ground.UpdateCluster(t, k8s, ns, name, func(c *mysqlv1beta1.MySQLCluster) {
 		c.Spec.UpdatePolicy.OperatorUpgrade = mysqlv1beta1.OperatorUpgradeRoll
 	})
 	waitFor(t, 6*time.Minute, "every instance restarted onto the new template, the cluster Ready", func() error {
@@ -130,7 +129,9 @@ func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
 	t.Logf("restart order %v; status.rollout seen: %v", order, rollouts)
 	require.Equal(t, primary, order[len(order)-1], "the primary restarts last")
 	require.Len(t, order, len(names), "each instance restarts once")
-	require.Equal(t, transitions+1, leaseTransitions(t, k8s, c), "exactly one switchover")
+	switched, err := ground.LeaseTransitions(ctx, k8s, ns, name)
+	require.NoError(t, err)
+	require.Equal(t, transitions+1, switched, "exactly one switchover")
 	for _, n := range names {
 		pod := &corev1.Pod{}
 		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pod))
@@ -177,19 +178,6 @@ func waitOperator(t *testing.T, k8s client.Client, image string) {
 	})
 }
 
-// update changes the cluster's spec, retrying on conflicts (the operator writes status).
-func update(t *testing.T, k8s client.Client, ns, name string, change func(*mysqlv1beta1.MySQLCluster)) {
-	t.Helper()
-	waitFor(t, 30*time.Second, "the change of "+name+" to be accepted", func() error {
-		c := &mysqlv1beta1.MySQLCluster{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
-			return err
-		}
-		change(c)
-		return k8s.Update(context.Background(), c)
-	})
-}
-
 // mysqldImage is the image of the mysqld container among ctrs.
 func mysqldImage(ctrs []corev1.Container) string {
 	for _, ctr := range ctrs {
@@ -198,17 +186,6 @@ func mysqldImage(ctrs []corev1.Container) string {
 		}
 	}
 	return ""
-}
-
-// leaseTransitions is how many times the cluster's primary Lease changed holder.
-func leaseTransitions(t *testing.T, k8s client.Client, c *mysqlv1beta1.MySQLCluster) int32 {
-	t.Helper()
-	l := &coordinationv1.Lease{}
-	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: c.Namespace, Name: topology.LeaseName(c)}, l))
-	if l.Spec.LeaseTransitions == nil {
-		return 0
-	}
-	return *l.Spec.LeaseTransitions
 }
 
 // requireNoLostWrites reads every acknowledged write back from the primary.

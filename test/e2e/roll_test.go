@@ -164,18 +164,10 @@ func TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt(t *testing.T) {
 	requireNoLostWrites(t, ns, primary, acked)
 }
 
-// updateCluster changes the cluster's spec, retrying on conflicts (the operator writes
-// status meanwhile).
+// updateCluster changes the cluster's spec, retrying on conflicts.
 func updateCluster(t *testing.T, ns, name string, change func(*mysqlv1beta1.MySQLCluster)) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the change of "+name+" to be accepted", func() error {
-		c := &mysqlv1beta1.MySQLCluster{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
-			return err
-		}
-		change(c)
-		return k8s.Update(context.Background(), c)
-	})
+	ground.UpdateCluster(t, k8s, ns, name, change)
 }
 
 // readyAndRolledOut is nil once the cluster is Ready for its generation with no roll going on.
@@ -215,14 +207,9 @@ func currentPrimary(t *testing.T, ns, name string) string {
 // leaseTransitions is how many times the primary Lease changed holder.
 func leaseTransitions(t *testing.T, ns, name string) int32 {
 	t.Helper()
-	l := &coordinationv1.Lease{}
-	c := &mysqlv1beta1.MySQLCluster{}
-	c.Name = name
-	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: topology.LeaseName(c)}, l))
-	if l.Spec.LeaseTransitions == nil {
-		return 0
-	}
-	return *l.Spec.LeaseTransitions
+	n, err := ground.LeaseTransitions(context.Background(), k8s, ns, name)
+	require.NoError(t, err)
+	return n
 }
 
 // watchRestarts records the order in which the pods restart and the roll progress

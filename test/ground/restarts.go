@@ -7,12 +7,16 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/topology"
 )
 
 // PodUIDs is each named pod's UID: a pod replaced since has another.
@@ -119,4 +123,29 @@ func (rw *RestartWatch) Stop() (order, rollouts []string) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
 	return slices.Clone(rw.restarts), slices.Clone(rw.rollouts)
+}
+
+// UpdateCluster changes a cluster's spec, retrying for up to 30 s on conflicts (the
+// operator writes its status meanwhile).
+func UpdateCluster(t T, k8s client.Client, ns, name string, change func(*mysqlv1beta1.MySQLCluster)) {
+	t.Helper()
+	WaitFor(t, 30*time.Second, "the change of "+name+" to be accepted", func() error {
+		c := &mysqlv1beta1.MySQLCluster{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+			return err
+		}
+		change(c)
+		return k8s.Update(context.Background(), c)
+	})
+}
+
+// LeaseTransitions is how many times a cluster's primary Lease changed holder: one a
+// switchover or failover.
+func LeaseTransitions(ctx context.Context, k8s client.Client, ns, cluster string) (int32, error) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster}}
+	l := &coordinationv1.Lease{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.LeaseName(c)}, l); err != nil {
+		return 0, fmt.Errorf("while reading %s's primary Lease: %w", cluster, err)
+	}
+	return ptr.Deref(l.Spec.LeaseTransitions, 0), nil
 }

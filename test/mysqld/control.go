@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -177,10 +178,29 @@ func (i *Instance) ErrorLogTail(n int) string {
 
 // freePort asks the kernel for a port that is free on addr right now.
 func freePort(addr string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("while looking for a free port on %s: %w", addr, err)
+	for range 20 {
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+		if err != nil {
+			return 0, fmt.Errorf("while looking for a free port on %s: %w", addr, err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		// The port is free again once closed, and a server started at the same moment
+		// may be given it too (two of a test's servers got one port, and the test talked
+		// to one server twice): a port handed out once is not handed out again.
+		handedOut.Lock()
+		fresh := !handedOut.ports[p]
+		handedOut.ports[p] = true
+		handedOut.Unlock()
+		if fresh {
+			return p, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no port on %s that was not handed out already", addr)
 }
+
+// handedOut are the ports freePort gave out in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
