@@ -43,6 +43,8 @@ type rollPod struct {
 	created  time.Time
 	// restarts is how often its mysqld container restarted.
 	restarts int32
+	// legacy: it runs a template that cannot run under this operator (resources.Keepable).
+	legacy bool
 }
 
 // rollInput is everything decideRoll looks at.
@@ -127,7 +129,7 @@ func decideRoll(in rollInput) rollPlan {
 		}
 	}
 	switch {
-	case !in.managed || in.total == 1:
+	case !in.managed || in.total == 1 || primary.legacy:
 		p.restart = primary.name
 		p.step = fmt.Sprintf("restarting %s (%d of %d instances updated)", p.restart, p.updated, p.total)
 	case !primary.handOver:
@@ -162,7 +164,9 @@ func waitForPods(in rollInput, p *rollPlan) bool {
 		}
 		return true
 	}
-	if !in.managed {
+	if !in.managed || legacyLeft(in) {
+		// Replication cannot be healthy before pods that lack the operator's accounts
+		// restart (0.1.0's): the roll waits for each pod to be Ready, not for replication.
 		return false
 	}
 	if !in.healthy || in.primary == "" {
@@ -176,6 +180,12 @@ func waitForPods(in rollInput, p *rollPlan) bool {
 		}
 	}
 	return false
+}
+
+// legacyLeft reports whether an outdated pod runs a template that cannot run under this
+// operator.
+func legacyLeft(in rollInput) bool {
+	return slices.ContainsFunc(in.pods, func(p rollPod) bool { return p.legacy && p.revision != in.revision })
 }
 
 // reconcileRoll restarts the pods that run an outdated template, in the order decideRoll
@@ -237,7 +247,8 @@ func rollInputOf(c *mysqlv1beta1.MySQLCluster, sts *appsv1.StatefulSet, byName m
 			continue
 		}
 		rp := rollPod{name: pod.Name, revision: pod.Labels[appsv1.StatefulSetRevisionLabel],
-			deleting: pod.DeletionTimestamp != nil, created: pod.CreationTimestamp.Time}
+			deleting: pod.DeletionTimestamp != nil, created: pod.CreationTimestamp.Time,
+			legacy: !resources.Keepable(&corev1.PodTemplateSpec{Spec: pod.Spec})}
 		_, rp.handOver = pod.Annotations[resources.AnnotationHandOver]
 		for _, cond := range pod.Status.Conditions {
 			if cond.Type == corev1.PodReady {

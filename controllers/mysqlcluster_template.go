@@ -25,7 +25,9 @@ import (
 // The StatefulSet records the inputs and the built template's hash in annotations
 // (resources.AnnotationPodInputs, AnnotationPodTemplate). One written by a release that
 // recorded neither is adopted: its template is kept and the current inputs recorded, as
-// the earlier operator would have applied any spec change before it stopped.
+// the earlier operator would have applied any spec change before it stopped. A template
+// that cannot run under this operator (resources.Keepable: 0.1.0's, whose instances lack
+// the operator's accounts) is replaced whatever the policy.
 
 // templateHold is what the StatefulSet's pod template is this pass.
 type templateHold struct {
@@ -45,6 +47,9 @@ func holdTemplate(desired, live *appsv1.StatefulSet, policy mysqlv1beta1.Operato
 	inputs := live.Annotations[resources.AnnotationPodInputs]
 	if inputs != "" && inputs != desired.Annotations[resources.AnnotationPodInputs] {
 		return templateHold{} // the user's change: onto the new template
+	}
+	if !resources.Keepable(&live.Spec.Template) {
+		return templateHold{} // it cannot run under this operator (0.1.0's)
 	}
 	liveHash := live.Annotations[resources.AnnotationPodTemplate]
 	if liveHash != "" && liveHash == desired.Annotations[resources.AnnotationPodTemplate] {

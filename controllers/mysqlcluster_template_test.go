@@ -72,6 +72,10 @@ func TestHoldTemplate(t *testing.T) {
 		{"a template of a release that recorded nothing, with another image: adopted and held",
 			build(c, "mysql:9.7.5"), live(build(c, "mysql:9.7.4"), unrecorded), "Hold", true,
 			[]string{"image of init container init: mysql:9.7.4 -> mysql:9.7.5", "image of container mysqld: mysql:9.7.4 -> mysql:9.7.5"}},
+		{"a template that cannot run under this operator (0.1.0's: no accounts) is replaced",
+			build(c, "mysql:9.7.4"), live(build(c, "mysql:9.7.4"), unrecorded, func(l *appsv1.StatefulSet) {
+				l.Spec.Template.Spec.InitContainers[0].Command = []string{"sh", "-c", "mysqld --initialize-insecure"}
+			}), "Hold", false, nil},
 		{"a field the new operator no longer sets is told by the recorded hash",
 			build(c, "mysql:9.7.4"), live(build(c, "mysql:9.7.4"), extraEnv), "Hold", true, []string{"the pod template"}},
 	}

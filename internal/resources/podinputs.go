@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +60,19 @@ func PodInputsHash(c *mysqlv1beta1.MySQLCluster) string {
 		Name, Namespace string
 		Spec            mysqlv1beta1.MySQLClusterSpec
 	}{v.Name, v.Namespace, v.Spec})
+}
+
+// Keepable reports whether a pod template an earlier operator built can keep running under
+// this one: its init container gives a data folder the operator's accounts (initScript's
+// accountsMarker), without which the operator cannot manage replication. Dolphin 0.1.0's
+// templates do not, and must be replaced.
+func Keepable(t *corev1.PodTemplateSpec) bool {
+	for _, c := range t.Spec.InitContainers {
+		if strings.Contains(strings.Join(append(slices.Clone(c.Command), c.Args...), " "), accountsMarker) {
+			return true
+		}
+	}
+	return false
 }
 
 // TemplateHash is a short digest of a pod template as the operator built it.
