@@ -39,9 +39,9 @@ const catalogSource = "dolphin"
 // operator under its own CSV's RBAC alone then changes nothing and loses no write.
 //
 // 0.1.0 did not manage replication: its instances are read-only, hold no data and lack the
-// accounts 0.2.0's initialisation creates, and 0.2.0's pod template differs, so the upgrade
-// replaces each pod once (the StatefulSet's rolling update) and the new init container adds
-// the accounts. Pods kept and mysqld's uptime are checked across the new operator's restart.
+// accounts 0.2.0's initialisation creates, so 0.2.0 replaces its pod template (it cannot keep
+// it as it keeps an earlier 0.2.0 build's) and restarts each pod once (the operator's roll),
+// and the new init container adds the accounts. Pods kept and mysqld's uptime are checked across the new operator's restart.
 func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T) {
 	ctx := context.Background()
 	previous, next := versions(t)
