@@ -168,7 +168,7 @@ func refusedChanges(c *mysqlv1beta1.MySQLCluster, desired, live *appsv1.Stateful
 		return nil
 	}
 	var errs field.ErrorList
-	if img := containerImage(desired.Spec.Template.Spec.Containers); img != containerImage(live.Spec.Template.Spec.Containers) {
+	if img := resources.MySQLImageOf(desired.Spec.Template.Spec.Containers); img != resources.MySQLImageOf(live.Spec.Template.Spec.Containers) {
 		to, ok := resources.ImageRelease(img)
 		errs = append(errs, c.ValidateRelease(c, to, ok)...)
 	}
@@ -176,16 +176,6 @@ func refusedChanges(c *mysqlv1beta1.MySQLCluster, desired, live *appsv1.Stateful
 		errs = append(errs, c.ValidateScaleDownFrom(*have)...)
 	}
 	return errs
-}
-
-// containerImage is the mysqld container's image among ctrs.
-func containerImage(ctrs []corev1.Container) string {
-	for _, ctr := range ctrs {
-		if ctr.Name == resources.ContainerMySQL {
-			return ctr.Image
-		}
-	}
-	return ""
 }
 
 // scaleDownReplicas is how many pods the StatefulSet keeps while spec.instances shrinks from
@@ -225,8 +215,9 @@ func (r *MySQLClusterReconciler) growVolumes(ctx context.Context, st *state) err
 		}
 		claims = append(claims, *pvc)
 		class := ptr.Deref(pvc.Spec.StorageClassName, "")
-		if _, seen := classes[class]; seen || class == "" {
-			continue
+		have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		if _, seen := classes[class]; seen || class == "" || have.Cmp(*c.Spec.Storage.Size) >= 0 {
+			continue // a claim as large as the spec needs no class (the settled case)
 		}
 		sc := &storagev1.StorageClass{}
 		if err := r.Get(ctx, client.ObjectKey{Name: class}, sc); err != nil {

@@ -78,13 +78,8 @@ func observeRollout(sts *appsv1.StatefulSet, desired int32) rollout {
 // series ("9.7") is recorded as the release it runs; an image that names none (a digest)
 // leaves the version as the spec writes it.
 func runningVersion(sts *appsv1.StatefulSet, c *mysqlv1beta1.MySQLCluster) string {
-	for _, ctr := range sts.Spec.Template.Spec.Containers {
-		if ctr.Name != resources.ContainerMySQL {
-			continue
-		}
-		if v, ok := resources.ImageRelease(ctr.Image); ok {
-			return v.String()
-		}
+	if v, ok := resources.ImageRelease(resources.MySQLImageOf(sts.Spec.Template.Spec.Containers)); ok {
+		return v.String()
 	}
 	return c.Spec.MySQL.Version
 }

@@ -3,6 +3,8 @@ package resources
 import (
 	"maps"
 
+	corev1 "k8s.io/api/core/v1"
+
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 )
 
@@ -123,6 +125,16 @@ func Labels(c *mysqlv1beta1.MySQLCluster, component string) map[string]string {
 	l[LabelPartOf] = "dolphin"
 	l[LabelComponent] = component
 	return l
+}
+
+// MySQLImageOf is the image of the mysqld container among ctrs ("" when there is none).
+func MySQLImageOf(ctrs []corev1.Container) string {
+	for _, ctr := range ctrs {
+		if ctr.Name == ContainerMySQL {
+			return ctr.Image
+		}
+	}
+	return ""
 }
 
 func merge(ms ...map[string]string) map[string]string {

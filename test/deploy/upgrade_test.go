@@ -101,7 +101,7 @@ func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
 	sts := &appsv1.StatefulSet{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sts))
 	require.Equal(t, appsv1.OnDeleteStatefulSetStrategyType, sts.Spec.UpdateStrategy.Type, "the roll is the operator's from now on")
-	require.Equal(t, oldMySQL, mysqldImage(sts.Spec.Template.Spec.Containers), "the template the instances run is kept")
+	require.Equal(t, oldMySQL, resources.MySQLImageOf(sts.Spec.Template.Spec.Containers), "the template the instances run is kept")
 
 	// The opt-in: the roll onto the new template, primary last.
 	primary := c.Status.CurrentPrimary
@@ -135,7 +135,7 @@ func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
 	for _, n := range names {
 		pod := &corev1.Pod{}
 		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pod))
-		require.Equal(t, newMySQL, mysqldImage(pod.Spec.Containers), n)
+		require.Equal(t, newMySQL, resources.MySQLImageOf(pod.Spec.Containers), n)
 	}
 
 	acks := writer.Stop()
@@ -176,16 +176,6 @@ func waitOperator(t *testing.T, k8s client.Client, image string) {
 		}
 		return fmt.Errorf("pod %s not Ready", pods.Items[0].Name)
 	})
-}
-
-// mysqldImage is the image of the mysqld container among ctrs.
-func mysqldImage(ctrs []corev1.Container) string {
-	for _, ctr := range ctrs {
-		if ctr.Name == resources.ContainerMySQL {
-			return ctr.Image
-		}
-	}
-	return ""
 }
 
 // requireNoLostWrites reads every acknowledged write back from the primary.

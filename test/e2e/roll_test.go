@@ -65,19 +65,8 @@ func TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt(t *testing.T) {
 	require.Equal(t, transitions, leaseTransitions(t, ns, "roll"), "no switchover")
 
 	// A restart-needing setting (back_log is read at start only).
-	watch := watchRestarts(t, ns, names...)
-	updateCluster(t, ns, "roll", func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Config["back_log"] = "123" })
-	waitFor(t, 6*time.Minute, "every instance restarted onto the new my.cnf, the cluster Ready", func() error {
-		if order := watch.Order(); len(order) < len(names) {
-			return fmt.Errorf("restarted so far: %v", order)
-		}
-		return readyAndRolledOut(ns, "roll")
-	})
-	order, rollouts := watch.Stop()
-	t.Logf("restart order %v; status.rollout seen: %v", order, rollouts)
-	require.Equal(t, "roll-0", order[len(order)-1], "the primary restarts last")
-	require.Len(t, order, len(names), "each instance restarts once")
-	require.Equal(t, transitions+1, leaseTransitions(t, ns, "roll"), "exactly one switchover")
+	rollouts := requireRollPrimaryLast(t, ns, "roll", names, "roll-0", "the new my.cnf",
+		func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Config["back_log"] = "123" })
 	require.NotEmpty(t, rollouts, "status.rollout reports the roll while it runs")
 	primary := currentPrimary(t, ns, "roll")
 	require.NotEqual(t, "roll-0", primary)
@@ -91,20 +80,8 @@ func TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt(t *testing.T) {
 	// serve it): the same roll, the primary last after one switchover.
 	mirror := g.MySQLImage + "-mirror"
 	require.NoError(t, g.TagImage(ctx, g.MySQLImage, mirror))
-	transitions = leaseTransitions(t, ns, "roll")
-	watch = watchRestarts(t, ns, names...)
-	updateCluster(t, ns, "roll", func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Image = mirror })
-	waitFor(t, 6*time.Minute, "every instance restarted onto the image, the cluster Ready", func() error {
-		if order := watch.Order(); len(order) < len(names) {
-			return fmt.Errorf("restarted so far: %v", order)
-		}
-		return readyAndRolledOut(ns, "roll")
-	})
-	order, _ = watch.Stop()
-	t.Logf("restart order for the image %v", order)
-	require.Equal(t, primary, order[len(order)-1], "the primary restarts last")
-	require.Len(t, order, len(names), "each instance restarts once")
-	require.Equal(t, transitions+1, leaseTransitions(t, ns, "roll"), "exactly one switchover")
+	requireRollPrimaryLast(t, ns, "roll", names, primary, "the image",
+		func(c *mysqlv1beta1.MySQLCluster) { c.Spec.MySQL.Image = mirror })
 	for _, n := range names {
 		pod := &corev1.Pod{}
 		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, pod))
@@ -162,6 +139,29 @@ func TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt(t *testing.T) {
 	s.finish(t)
 	require.NotEmpty(t, acked)
 	requireNoLostWrites(t, ns, primary, acked)
+}
+
+// requireRollPrimaryLast makes a change that restarts every instance and checks the roll:
+// each instance restarted once, primary (the primary before the change) last, exactly one
+// switchover, the cluster Ready with no roll left. It returns the status.rollout values seen.
+func requireRollPrimaryLast(t *testing.T, ns, cluster string, names []string, primary, what string,
+	change func(*mysqlv1beta1.MySQLCluster)) []string {
+	t.Helper()
+	transitions := leaseTransitions(t, ns, cluster)
+	watch := watchRestarts(t, ns, names...)
+	updateCluster(t, ns, cluster, change)
+	waitFor(t, 6*time.Minute, "every instance restarted onto "+what+", the cluster Ready", func() error {
+		if order := watch.Order(); len(order) < len(names) {
+			return fmt.Errorf("restarted so far: %v", order)
+		}
+		return readyAndRolledOut(ns, cluster)
+	})
+	order, rollouts := watch.Stop()
+	t.Logf("restart order for %s %v; status.rollout seen: %v", what, order, rollouts)
+	require.Equal(t, primary, order[len(order)-1], "the primary restarts last")
+	require.Len(t, order, len(names), "each instance restarts once")
+	require.Equal(t, transitions+1, leaseTransitions(t, ns, cluster), "exactly one switchover")
+	return rollouts
 }
 
 // updateCluster changes the cluster's spec, retrying on conflicts.
