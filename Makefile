@@ -256,6 +256,18 @@ bench-reconcile: envtest-tools ## Measure settled reconcile passes against a rea
 
 BENCH_PASSES ?= 200
 
+.PHONY: bench-scale
+bench-scale: envtest-tools kube-controller-manager kube-scheduler kwok moco build ## Measure Dolphin and moco looking after many clusters on a kwok control plane: convergence, memory, CPU, API requests, dials (BENCH_SCALE_N, BENCH_SCALE_OPS, BENCH_SCALE_DBS, BENCH_SCALE_STEADY).
+	go build -o $(LOCALBIN)/bench-scale ./test/bench/scale
+	$(LOCALBIN)/bench-scale --n "$(BENCH_SCALE_N)" --ops "$(BENCH_SCALE_OPS)" --dbs $(BENCH_SCALE_DBS) \
+	  --steady $(BENCH_SCALE_STEADY) --root $(CURDIR) --dolphin $(LOCALBIN)/manager --moco $(LOCALBIN)/moco-controller \
+	  --moco-module "$$(go list -C $(TOOLS)/moco -m -f '{{.Dir}}' github.com/cybozu-go/moco)" --bin-dir $(LOCALBIN)
+
+BENCH_SCALE_N ?= 100 500 1000
+BENCH_SCALE_OPS ?= dolphin moco moco-qps500
+BENCH_SCALE_DBS ?= both
+BENCH_SCALE_STEADY ?= 300s
+
 ##@ Build
 
 .PHONY: build
@@ -440,7 +452,7 @@ kwok:
 	@$(BUILD_TOOL) kwok $(KWOK_VERSION) $(TOOLS)/kwok sigs.k8s.io/kwok/cmd/kwok -ldflags '-s -w'
 	@hack/kwok-stages.sh $(KWOK_VERSION)
 
-.PHONY: controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm versitygw
+.PHONY: controller-gen kustomize operator-sdk opm chainsaw golangci-lint olm versitygw moco
 OLM_PKG := github.com/operator-framework/operator-lifecycle-manager
 olm: ## OLM v0's olm and catalog operators, and the cpb and copy-content its util image carries (for make test-olm).
 	@$(BUILD_TOOL) olm $(OLM_VERSION) $(TOOLS)/olm $(OLM_PKG)/cmd/olm -tags=containers_image_openpgp -ldflags '-s -w'
@@ -463,6 +475,9 @@ VERSITYGW_VERSION := $(call modver,versitygw,github.com/versity/versitygw)
 versitygw: ## An S3 server on a POSIX folder (versitygw), for backup tests.
 	@$(BUILD_TOOL) versitygw $(VERSITYGW_VERSION) $(TOOLS)/versitygw github.com/versity/versitygw/cmd/versitygw \
 	  -ldflags '-s -w -X main.Version=$(VERSITYGW_VERSION) -X main.Build=$(VERSITYGW_VERSION)'
+MOCO_VERSION := $(call modver,moco,github.com/cybozu-go/moco)
+moco: ## The peer operator the scale benchmark measures Dolphin against (cybozu-go/moco's controller).
+	@$(BUILD_TOOL) moco-controller $(MOCO_VERSION) $(TOOLS)/moco github.com/cybozu-go/moco/cmd/moco-controller -ldflags '-s -w'
 golangci-lint:
 	@$(BUILD_TOOL) golangci-lint $(GOLANGCI_LINT_VERSION) $(TOOLS)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint -ldflags '-s -w'
 chainsaw:

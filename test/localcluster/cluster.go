@@ -43,6 +43,15 @@ type Config struct {
 	// Mirrors are registry hosts (quay.io, ...) whose images the nodes pull from the
 	// cluster's own Registry instead; with any, the registry runs (real nodes only).
 	Mirrors []string
+	// KwokPods is how many pods the kwok node takes (Nodes 0 only; default 250).
+	KwokPods int
+	// ControllerManagerQPS is kube-controller-manager's client QPS (its burst twice that);
+	// 0 keeps its default (20), which at thousands of pods makes its StatefulSet controller
+	// the slowest thing a benchmark measures.
+	ControllerManagerQPS int
+	// AuditPolicy, when set, is an audit policy (YAML) the API server applies, logging to
+	// AuditLogPath.
+	AuditPolicy []byte
 }
 
 // Cluster is a running local control plane.
@@ -178,7 +187,17 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 func (c *Cluster) startAPI(ctx context.Context) error {
 	logs := filepath.Join(c.cfg.Dir, "logs")
 	p := c.creds
-	api, err := startProcess(logs, "kube-apiserver", c.bin("kube-apiserver"),
+	var audit []string
+	if len(c.cfg.AuditPolicy) > 0 {
+		policy := filepath.Join(c.cfg.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, c.cfg.AuditPolicy, 0o600); err != nil {
+			return fmt.Errorf("while writing the audit policy: %w", err)
+		}
+		// One line a request, written as it ends (the blocking backend: nothing is dropped).
+		audit = []string{"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLogPath(),
+			"--audit-log-format=json", "--audit-log-maxsize=0"}
+	}
+	api, err := startProcess(logs, "kube-apiserver", c.bin("kube-apiserver"), append([]string{
 		"--etcd-servers="+etcdClientURL,
 		"--bind-address=0.0.0.0", "--advertise-address="+HostIP, "--secure-port="+apiServerPort,
 		"--tls-cert-file="+p.apiserverCert, "--tls-private-key-file="+p.apiserverKey,
@@ -199,7 +218,7 @@ func (c *Cluster) startAPI(ctx context.Context) error {
 		// resolve nowhere), with a client certificate they trust.
 		"--kubelet-preferred-address-types=InternalIP",
 		"--kubelet-client-certificate="+p.kubeletClientCert, "--kubelet-client-key="+p.kubeletClientKey,
-		"--kubelet-certificate-authority="+p.caFile)
+		"--kubelet-certificate-authority="+p.caFile}, audit...)...)
 	if err != nil {
 		return err
 	}
@@ -239,11 +258,14 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 func (c *Cluster) startControllers() error {
 	logs := filepath.Join(c.cfg.Dir, "logs")
 	p := c.creds
-	kcm, err := startProcess(logs, "kube-controller-manager", c.bin("kube-controller-manager"),
-		"--kubeconfig="+c.Kubeconfig, "--secure-port=0", "--leader-elect=false",
+	kcmArgs := []string{"--kubeconfig=" + c.Kubeconfig, "--secure-port=0", "--leader-elect=false",
 		"--controllers=*", "--use-service-account-credentials=false",
-		"--service-account-private-key-file="+p.saKey, "--root-ca-file="+p.caFile,
-		"--cluster-cidr="+PodCIDR, "--allocate-node-cidrs=false")
+		"--service-account-private-key-file=" + p.saKey, "--root-ca-file=" + p.caFile,
+		"--cluster-cidr=" + PodCIDR, "--allocate-node-cidrs=false"}
+	if q := c.cfg.ControllerManagerQPS; q > 0 {
+		kcmArgs = append(kcmArgs, fmt.Sprintf("--kube-api-qps=%d", q), fmt.Sprintf("--kube-api-burst=%d", 2*q))
+	}
+	kcm, err := startProcess(logs, "kube-controller-manager", c.bin("kube-controller-manager"), kcmArgs...)
 	if err != nil {
 		return err
 	}
@@ -289,6 +311,19 @@ func (c *Cluster) kubeconfigFor(kp *pki.KeyPair) *clientcmdapi.Config {
 	kc.CurrentContext = "local"
 	return kc
 }
+
+// WriteKubeconfigAs writes a kubeconfig that authenticates as the admin and impersonates
+// user (in groups): what a program run under its own identity and RBAC uses, so that the
+// API server authorises (and audits) its requests as that user's.
+func (c *Cluster) WriteKubeconfigAs(path, user string, groups ...string) error {
+	if err := clientcmd.WriteToFile(*c.kubeconfig(user, groups...), path); err != nil {
+		return fmt.Errorf("while writing the kubeconfig of %s: %w", user, err)
+	}
+	return nil
+}
+
+// AuditLogPath is the API server's audit log (written when Config.AuditPolicy is set).
+func (c *Cluster) AuditLogPath() string { return filepath.Join(c.cfg.Dir, "logs", "audit.log") }
 
 // writeKubeconfig writes the admin kubeconfig and builds the REST config from it.
 func (c *Cluster) writeKubeconfig() error {
@@ -367,6 +402,9 @@ func (p *Process) Exited() error {
 
 // LogTail returns the end of the program's log.
 func (p *Process) LogTail() string { return p.p.tail() }
+
+// PID is the program's process ID (for sampling its memory and CPU time).
+func (p *Process) PID() int { return p.p.cmd.Process.Pid }
 
 // LogPath is the program's log file.
 func (p *Process) LogPath() string { return p.p.log }

@@ -48,9 +48,13 @@ func (c *Cluster) prepareNodeAndStorage(ctx context.Context) error {
 				"kubernetes.io/arch": "amd64", "type": "kwok"},
 		},
 	}
+	pods := c.cfg.KwokPods
+	if pods <= 0 {
+		pods = 250
+	}
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods: resource.MustParse("250"),
+		corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI),
 	}
 	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
