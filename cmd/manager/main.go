@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -65,6 +66,7 @@ func init() {
 type options struct {
 	metricsAddr      string
 	probeAddr        string
+	pprofAddr        string
 	secureMetrics    bool
 	enableHTTP2      bool
 	leaderElect      bool
@@ -74,6 +76,8 @@ type options struct {
 	selfIssueCert    bool
 	mysqlAddresses   string
 	maxConcurrent    int
+	apiQPS           float64
+	apiBurst         int
 	cloneTimeout     time.Duration
 	watchInterval    time.Duration
 	enableWebhooks   bool
@@ -86,6 +90,8 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
 		"Address the metrics endpoint binds to (:8443 for HTTPS, :8080 for HTTP, 0 to disable).")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		"Address Go's profiler (net/http/pprof) binds to; empty: off. Keep it off the network: it is not authenticated.")
 	fs.BoolVar(&o.secureMetrics, "metrics-secure", true,
 		"Serve metrics over HTTPS behind Kubernetes authentication and authorization.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
@@ -106,9 +112,13 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	fs.StringVar(&o.mysqlAddresses, "mysql-addresses", addresses,
 		"How replicas reach their source and clone recipients their donor: dns (the headless Service's "+
 			"names) or pod-ip (default from $DOLPHIN_MYSQL_ADDRESSES, else dns). The operator itself dials pod IPs.")
-	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4,
-		"How many MySQLClusters are reconciled at once. Replication is looked after apart from this, "+
-			"by one loop per cluster, so a cluster whose databases hang holds none of these workers.")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 16,
+		"How many MySQLClusters are reconciled at once. A reconcile waits only on the API server (replication "+
+			"is looked after apart from this, by one loop per cluster), so the workers bound how many of its "+
+			"round trips overlap: 16 create a thousand clusters' objects as fast as a small API server takes them.")
+	fs.Float64Var(&o.apiQPS, "kube-api-qps", 200,
+		"Requests a second the operator sends the API server, at most, beyond the burst (0 or less: no client-side limit).")
+	fs.IntVar(&o.apiBurst, "kube-api-burst", 400, "Requests the operator may send at once above --kube-api-qps.")
 	fs.DurationVar(&o.cloneTimeout, "clone-timeout", topology.DefaultCloneTimeout,
 		"The longest one CLONE (seeding or re-seeding a replica) may take before it is abandoned.")
 	fs.DurationVar(&o.watchInterval, "primary-watch-interval", topology.DefaultWatchInterval,
@@ -126,6 +136,9 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	}
 	if o.maxConcurrent < 1 {
 		return o, nil, fmt.Errorf("--max-concurrent-reconciles: %d is less than 1", o.maxConcurrent)
+	}
+	if o.apiQPS > 0 && o.apiBurst < 1 {
+		return o, nil, fmt.Errorf("--kube-api-burst: %d is less than 1 while --kube-api-qps limits requests", o.apiBurst)
 	}
 	if o.cloneTimeout <= 0 {
 		return o, nil, fmt.Errorf("--clone-timeout: %s is not positive", o.cloneTimeout)
@@ -197,6 +210,18 @@ func main() {
 		log.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// restConfig is the API server's address and credentials with the operator's client-side
+// limit: a deliberate ceiling (a runaway loop cannot flood the API server) set well above
+// what creating a thousand clusters at once needs, so that it never paces normal work.
+// controller-runtime's own default is no limit at all.
+func restConfig(o options) *rest.Config {
+	cfg := ctrl.GetConfigOrDie()
+	if o.apiQPS > 0 {
+		cfg.QPS, cfg.Burst = float32(o.apiQPS), o.apiBurst
+	}
+	return cfg
 }
 
 // setup registers the controllers, webhooks, runnables and health checks with the manager.
@@ -321,7 +346,10 @@ func newManager(o options) (ctrl.Manager, error) {
 	if o.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	cacheOpts := cache.Options{}
+	// managedFields are the bulk of a cached Pod or StatefulSet and nothing here reads
+	// them (apply compares values, not owners): dropped, a thousand clusters' children
+	// cost less memory.
+	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if len(o.watchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.watchNamespaces {
@@ -339,6 +367,7 @@ func newManager(o options) (ctrl.Manager, error) {
 		// shutdown is safe and lets the next replica take over without waiting it out.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOpts,
+		PprofBindAddress:              o.pprofAddr,
 	}
 	if o.enableWebhooks {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{
@@ -347,7 +376,7 @@ func newManager(o options) (ctrl.Manager, error) {
 			TLSOpts: tlsOpts,
 		})
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
+	mgr, err := ctrl.NewManager(restConfig(o), mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("while creating the manager: %w", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +37,7 @@ func TestParseOptionsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !o.enableWebhooks || len(o.watchNamespaces) != 0 || !o.secureMetrics || o.enableHTTP2 || o.mysqlAddresses != "dns" ||
-		o.maxConcurrent != 4 || o.cloneTimeout != 2*time.Hour {
+		o.maxConcurrent != 16 || o.apiQPS != 200 || o.apiBurst != 400 || o.cloneTimeout != 2*time.Hour || o.pprofAddr != "" {
 		t.Errorf("unexpected defaults: %+v", o)
 	}
 }
@@ -55,12 +57,45 @@ func TestParseOptionsRejectsAnUnknownAddressModeFromTheEnvironment(t *testing.T)
 }
 
 func TestParseOptionsRejectsBadWorkerCloneAndWatchSettings(t *testing.T) {
-	for _, args := range [][]string{{"--max-concurrent-reconciles=0"}, {"--clone-timeout=-1s"}, {"--primary-watch-interval=-1s"}} {
+	for _, args := range [][]string{{"--max-concurrent-reconciles=0"}, {"--clone-timeout=-1s"}, {"--primary-watch-interval=-1s"},
+		{"--kube-api-burst=0"}} {
 		_, _, err := parseOptions(args)
 		if err == nil || !strings.Contains(err.Error(), strings.SplitN(args[0], "=", 2)[0]) {
 			t.Errorf("%v: want an error naming the flag, got %v", args, err)
 		}
 	}
+}
+
+func TestTheClientLimitIsTheFlagsOrNone(t *testing.T) {
+	t.Setenv("KUBECONFIG", writeKubeconfig(t))
+	o, _, err := parseOptions([]string{"--kube-api-qps=50", "--kube-api-burst=70"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := restConfig(o); cfg.QPS != 50 || cfg.Burst != 70 {
+		t.Errorf("QPS %v burst %d, want 50 and 70", cfg.QPS, cfg.Burst)
+	}
+	o.apiQPS = 0
+	if cfg := restConfig(o); cfg.QPS >= 0 {
+		t.Errorf("--kube-api-qps=0 left a client-side limit of %v QPS", cfg.QPS)
+	}
+}
+
+// writeKubeconfig writes a kubeconfig of a server that is never called.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(p, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestParseRestoreFlags(t *testing.T) {

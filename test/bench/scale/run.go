@@ -161,11 +161,9 @@ func measure(ctx context.Context, c config, cl *localcluster.Cluster, proc *loca
 	}
 	res.peakConvMB, res.cpuConv = conv.hwmMB, conv.cpu-before.cpu
 	// Children exist before the status catches up with them: the window starts once the
-	// last conditions had time to settle.
-	select {
-	case <-ctx.Done():
-		return res, ctx.Err()
-	case <-time.After(c.settle):
+	// last conditions had time to settle and the operator's queue of clusters is empty.
+	if err := settle(ctx, c); err != nil {
+		return res, err
 	}
 	if err := resetPeak(pid); err != nil {
 		return res, err
@@ -184,6 +182,33 @@ func measure(ctx context.Context, c config, cl *localcluster.Cluster, proc *loca
 		res.newS = -1
 	}
 	return res, proc.Exited()
+}
+
+// settle waits c.settle, then until the operator's cluster workqueue is empty (at most 10
+// minutes more: a queue that never empties is measured as it is).
+func settle(ctx context.Context, c config) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(c.settle):
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		m, err := scrape(ctx)
+		if err != nil {
+			return err
+		}
+		if sum(m, "workqueue_depth", `name="`+c.op.workqueue+`"`) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
+	c.log("%s n=%d: the workqueue still holds clusters after 10 minutes", c.op.name, c.n)
+	return nil
 }
 
 // steady samples the operator over the steady window.
@@ -254,10 +279,15 @@ func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, us
 func (c config) clusterName(i int) string { return fmt.Sprintf("c%04d", i) }
 func (c config) namespaceOf(i int) string { return fmt.Sprintf("bench-%d", i%c.namespaces) }
 
-// create makes clusters from..from+n at the configured rate.
+// create makes clusters from..from+n at the configured rate, each create on its own
+// goroutine (at most 64 outstanding), so that a slow API server does not slow the rate
+// the workload arrives at.
 func create(ctx context.Context, c config, dyn dynamic.Interface, w *watcher, from, n int) error {
 	interval := time.Duration(float64(time.Second) / c.rate)
 	next := time.Now()
+	slots := make(chan struct{}, 64)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
 	for i := from; i < from+n; i++ {
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
@@ -268,15 +298,23 @@ func create(ctx context.Context, c config, dyn dynamic.Interface, w *watcher, fr
 		if err != nil {
 			return err
 		}
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		got, err := dyn.Resource(c.op.gvr).Namespace(ns).Create(cctx, obj, metav1.CreateOptions{})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("while creating cluster %s/%s: %w", ns, name, err)
-		}
-		w.created(got.GetUID(), name, time.Now())
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			sent := time.Now()
+			cctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			got, err := dyn.Resource(c.op.gvr).Namespace(ns).Create(cctx, obj, metav1.CreateOptions{})
+			if err != nil {
+				errs <- fmt.Errorf("while creating cluster %s/%s: %w", ns, name, err)
+				return
+			}
+			w.created(got.GetUID(), name, sent)
+		})
 	}
-	return nil
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // quantile of the latencies (q 1: the largest); 0 with none.
