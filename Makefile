@@ -123,7 +123,7 @@ test: ## Run every test tier in order (what CI runs) and end with a table of how
 # Every tool the tiers use, built first, two builds at a time: one `go build` of a pinned
 # tool kept ~1.4 of 2 cores busy on average (user/wall time, measured cold), and MySQL's
 # provisioning mostly waits on the network. Warm, this is a few seconds of stamp checks.
-TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox promtool
+TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox promtool kwok moco
 .PHONY: test-tools
 test-tools: ## Build every tool make test needs, two at a time.
 	@$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
@@ -138,6 +138,8 @@ E2E_PKGS     := ./test/localcluster/... ./test/e2e/...
 # package they slowed it enough that a restored cluster's status reads timed out for
 # minutes, so they run after it.
 DEPLOY_PKGS  := ./test/deploy/...
+# make bench-scale's harness, run at unit size (three clusters an operator).
+BENCH_SMOKE_PKGS := ./test/bench/scale/
 UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/... ./test/dashboard/... ./test/promfixture/...
 
 .PHONY: test-unit
@@ -169,9 +171,10 @@ previous-image: ## Build the operator image of $(UPGRADE_FROM), the build the up
 	  --cache $(DOLPHIN_CACHE)/builds/$(UPGRADE_FROM) --out $(LOCALBIN)/previous-image --manifest $(DOLPHIN_PREVIOUS_IMAGES)
 
 .PHONY: test-e2e
-test-e2e: build cluster-tools mysql versitygw images previous-image kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers.
+test-e2e: build cluster-tools kwok moco mysql versitygw images previous-image kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers; then the scale benchmark's harness at unit size (kwok).
 	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 	$(GOTEST) $(TEST_FLAGS) -timeout 20m $(DEPLOY_PKGS)
+	$(GOTEST) $(TEST_FLAGS) -timeout 10m $(BENCH_SMOKE_PKGS)
 
 # The e2e tests that capture a fixture (test/e2e/fixtures_test.go) write it only when
 # DOLPHIN_CAPTURE_FIXTURES names a directory; the unit tier checks the alert rules' tests and

@@ -174,6 +174,23 @@ func TestStatefulSetKeepsExistingClaimTemplates(t *testing.T) {
 	}
 }
 
+// The API server gives a stored claim template a status (phase Pending). A StatefulSet
+// built from the live one must equal the first one built, or every new cluster's
+// StatefulSet is applied twice.
+func TestAClaimTemplatesStatusIsNotApplied(t *testing.T) {
+	c := cluster()
+	first := StatefulSet(c, StatefulSetInput{})
+	live := first.DeepCopy().Spec.VolumeClaimTemplates
+	live[0].Status.Phase = corev1.ClaimPending
+	again := StatefulSet(c, StatefulSetInput{ClaimTemplates: live})
+	if !reflect.DeepEqual(first, again) {
+		t.Errorf("the StatefulSet built from the stored claim template differs from the first: %+v", again.Spec.VolumeClaimTemplates)
+	}
+	if live[0].Status.Phase != corev1.ClaimPending {
+		t.Error("the builder changed its input")
+	}
+}
+
 func TestTheExporterVerifiesMySQLsCertificateWhenTheClusterHasTLS(t *testing.T) {
 	withTLS := ConfigMap(cluster(func(c *mysqlv1beta1.MySQLCluster) { c.Spec.Monitoring.Exporter.Enabled = true })).Data[ExporterConfigKey]
 	if !strings.Contains(withTLS, "[client]\nuser="+ExporterUser+"\nssl-ca="+TLSDir+"/ca.crt\n") {

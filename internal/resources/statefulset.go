@@ -40,7 +40,13 @@ func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.Stat
 	if c.Spec.Storage.WhenScaled == mysqlv1beta1.DeletionPolicyDelete {
 		whenScaled = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 	}
-	claims := in.ClaimTemplates
+	claims := make([]corev1.PersistentVolumeClaim, len(in.ClaimTemplates))
+	for i, t := range in.ClaimTemplates {
+		// The API server fills in a template's status (phase Pending); it is not ours to
+		// apply, and kept it would change the applied hash: a second write for nothing.
+		claims[i] = *t.DeepCopy()
+		claims[i].Status = corev1.PersistentVolumeClaimStatus{}
+	}
 	if len(claims) == 0 {
 		claims = []corev1.PersistentVolumeClaim{dataClaimTemplate(c)}
 	}

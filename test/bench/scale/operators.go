@@ -44,6 +44,7 @@ const (
 	metricsAddr = "127.0.0.1:18080"
 	probeAddr   = "127.0.0.1:18081"
 	webhookAddr = "127.0.0.1:19443"
+	pprofAddr   = "127.0.0.1:18082"
 )
 
 // dolphin runs this checkout's manager as its Deployment would, minus the webhook server
@@ -58,7 +59,7 @@ func dolphin(root, bin string) operator {
 		args: func(string) []string {
 			return []string{"--leader-elect", "--leader-election-namespace=" + ns,
 				"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
-				"--health-probe-bind-address=" + probeAddr}
+				"--health-probe-bind-address=" + probeAddr, "--pprof-bind-address=" + pprofAddr}
 		},
 		env:       []string{"ENABLE_WEBHOOKS=false", "POD_NAMESPACE=" + ns},
 		prepare:   func(string) error { return nil },
@@ -100,7 +101,7 @@ func moco(moduleDir, bin string, qps int) operator {
 		rbac: []string{filepath.Join(moduleDir, "config/rbac/role.yaml"), filepath.Join(moduleDir, "config/rbac/leader_election_role.yaml")},
 		gvr:  schema.GroupVersionResource{Group: "moco.cybozu.com", Version: "v1beta2", Resource: "mysqlclusters"},
 		args: func(dir string) []string {
-			a := []string{"--metrics-addr=" + metricsAddr, "--health-probe-addr=" + probeAddr,
+			a := []string{"--metrics-addr=" + metricsAddr, "--health-probe-addr=" + probeAddr, "--pprof-addr=" + pprofAddr,
 				"--webhook-addr=" + webhookAddr, "--cert-dir=" + filepath.Join(dir, "webhook"),
 				"--grpc-cert-dir=" + filepath.Join(dir, "grpc")}
 			if qps > 0 {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +59,9 @@ type result struct {
 	depthMax             float64 // the cluster workqueue's deepest sample in the steady window
 	newS                 float64 // one more cluster's children, created after the window
 	steadyS              float64
+	// passes are Dolphin's topology passes in the window, passMax the bucket bound the
+	// longest of them stayed under (-1: no such metric, another operator).
+	passes, passMax float64
 }
 
 func (r result) line(c config) string {
@@ -67,12 +72,12 @@ func (r result) line(c config) string {
 	return fmt.Sprintf("scale op=%s n=%d dbs=%s converged=%d converge_s=%.1f p50_s=%.2f p95_s=%.2f max_s=%.2f new_s=%.2f "+
 		"peak_rss_mb=%.0f peak_rss_steady_mb=%.0f cpu_s_conv=%.1f cpu_s_steady=%.1f steady_s=%.0f "+
 		"reads_5m=%d writes_5m=%d discovery_5m=%d rest_gets_5m=%.0f rest_writes_5m=%.0f dials_5m=%d "+
-		"reconciles_5m=%.0f queue_depth_max=%.0f",
+		"reconciles_5m=%.0f queue_depth_max=%.0f passes_5m=%.0f pass_max_s=%g",
 		c.op.name, c.n, variant, r.converged, r.convergeS, r.p50, r.p95, r.maxS, r.newS,
 		r.peakConvMB, r.peakMB, r.cpuConv, r.cpuSteady, r.steadyS,
 		per5m(float64(r.reads), r.steadyS), per5m(float64(r.writes), r.steadyS), per5m(float64(r.disco), r.steadyS),
 		per5mF(r.restGets, r.steadyS), per5mF(r.restWrites, r.steadyS), int64(per5mF(float64(r.dials), r.steadyS)),
-		per5mF(r.reconciles, r.steadyS), r.depthMax)
+		per5mF(r.reconciles, r.steadyS), r.depthMax, per5mF(r.passes, r.steadyS), r.passMax)
 }
 
 // per5m scales a count of the steady window to 300 s (the window is 300 s unless shortened).
@@ -86,6 +91,24 @@ func per5mF(v, window float64) float64 {
 
 // keepAudit, when set, is where each run's audit log is copied (a file a run, suffixed).
 var keepAudit = os.Getenv("BENCH_SCALE_KEEP_AUDIT")
+
+// profileDir, when set, receives a 30 s CPU profile from the start of each steady window
+// and a heap profile from its end (both operators serve Go's pprof on pprofAddr).
+var profileDir = os.Getenv("BENCH_SCALE_PROFILE")
+
+func profile(ctx context.Context, c config, what, name string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pprofAddr+"/debug/pprof/"+what, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.log("profile %s: %v", name, err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_ = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s.pprof", c.op.name, c.n, name)), b, 0o600)
+}
 
 // run measures one (operator, N, variant) on a fresh control plane.
 func run(ctx context.Context, c config) (res result, err error) {
@@ -226,6 +249,9 @@ func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, us
 		return err
 	}
 	from := time.Now()
+	if profileDir != "" {
+		go profile(ctx, c, "profile?seconds=30", "cpu")
+	}
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for time.Since(from) < c.steady {
@@ -239,6 +265,9 @@ func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, us
 		}
 	}
 	to := time.Now()
+	if profileDir != "" {
+		profile(ctx, c, "heap", "heap")
+	}
 	m1, err := scrape(ctx)
 	if err != nil {
 		return err
@@ -260,6 +289,7 @@ func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, us
 	res.restGets = delta("rest_client_requests_total", `method="GET"`)
 	res.restWrites = delta("rest_client_requests_total") - res.restGets
 	res.reconciles = delta("controller_runtime_reconcile_total", `controller="`+c.op.workqueue+`"`)
+	res.passes, res.passMax = passes(m0, m1)
 	// The audit log's last lines of the window are written as their requests end.
 	time.Sleep(2 * time.Second)
 	a, err := countAudit(cl.AuditLogPath(), user, from, to)
@@ -315,6 +345,33 @@ func create(ctx context.Context, c config, dyn dynamic.Interface, w *watcher, fr
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// passHistogram is Dolphin's topology pass duration: a cluster is visited again at most
+// PollInterval (1 s) after its pass ends, so the longest pass bounds every cluster's visit
+// interval.
+const passHistogram = "dolphin_topology_pass_duration_seconds"
+
+// passes is how many topology passes ran between two scrapes and the smallest bucket bound
+// every one of them stayed under (-1 without the metric; +Inf when one outran every bucket).
+func passes(m0, m1 map[string]float64) (float64, float64) {
+	total := sum(m1, passHistogram+"_count") - sum(m0, passHistogram+"_count")
+	if _, ok := m1[passHistogram+"_count"]; !ok {
+		return 0, -1
+	}
+	best := math.Inf(1)
+	for k, v := range m1 {
+		le, ok := strings.CutPrefix(k, passHistogram+`_bucket{le="`)
+		if !ok {
+			continue
+		}
+		le = strings.TrimSuffix(le, `"}`)
+		bound, err := strconv.ParseFloat(le, 64)
+		if err == nil && v-m0[k] >= total && bound < best {
+			best = bound
+		}
+	}
+	return total, best
 }
 
 // quantile of the latencies (q 1: the largest); 0 with none.
