@@ -228,6 +228,9 @@ func restConfig(o options) *rest.Config {
 func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 	topo := &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(eventSource),
 		Addresses: topology.Addresses(o.mysqlAddresses), CloneTimeout: o.cloneTimeout, WatchInterval: o.watchInterval}
+	if err := topology.IndexPods(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	// A runnable that needs the leader: only the elected operator runs the loops.
 	if err := mgr.Add(topo); err != nil {
 		return fmt.Errorf("the topology manager: %w", err)

@@ -263,13 +263,42 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) || errors.Is(err, errDeleting) {
 			fault = ""
 		}
-		return Instance{Name: name, Index: index, Error: err.Error(), Fault: fault, UnreachableFor: m.now().Sub(since)}
+		return Instance{Name: name, Index: index, Error: m.downTextLocked(downKey, fault, err.Error()), Fault: fault,
+			UnreachableFor: m.now().Sub(since)}
 	}
 	delete(m.down, downKey)
+	delete(m.downText, downKey)
 	cl.handles[name] = conn
 	cl.fenced[name] = st.SuperReadOnly
 	return inst
 }
+
+// downTextLocked is what the status says of an unreachable instance: while it stays
+// unreachable for the same kind of reason (the network: refused, no answer, dropped; or
+// one error of mysqld's), the first error of that kind. Each attempt's error varies in its
+// details (a refused dial times out instead when the operator is busy, an address
+// changes), and a status that followed them would be rewritten on every pass of every
+// cluster whose instances are down. The caller holds m.mu.
+func (m *Manager) downTextLocked(key string, fault mysql.Fault, text string) string {
+	kind := string(fault)
+	switch fault {
+	case mysql.FaultRefused, mysql.FaultNoAnswer, mysql.FaultDropped:
+		kind = "network"
+	case mysql.FaultRejected, mysql.FaultOther:
+		kind += ": " + text // another error of mysqld's is news
+	}
+	if held, ok := m.downText[key]; ok && held.kind == kind {
+		return held.text
+	}
+	if m.downText == nil {
+		m.downText = map[string]downText{}
+	}
+	m.downText[key] = downText{kind: kind, text: text}
+	return text
+}
+
+// downText is the error an unreachable instance is reported with, and its kind.
+type downText struct{ kind, text string }
 
 // markDownLocked records that the instance under key did not answer an attempt that began
 // at start, and returns since when it has been unreachable: the start of the first such

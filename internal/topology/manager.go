@@ -82,11 +82,13 @@ type Manager struct {
 	// found by the passes alone, one a PollInterval.
 	WatchInterval time.Duration
 
-	mu     sync.Mutex
-	conns  map[string]mysql.Instance // by cluster key, instance, address and a hash of the credentials and CA
-	down   map[string]time.Time      // by cluster key + instance: unreachable since
-	clones map[string]*cloneRun      // by cluster key + instance
-	loops  map[string]*loop          // by cluster key
+	mu    sync.Mutex
+	conns map[string]mysql.Instance // by cluster key, instance, address and a hash of the credentials and CA
+	down  map[string]time.Time      // by cluster key + instance: unreachable since
+	// downText is what the status says of each unreachable instance (downTextLocked).
+	downText map[string]downText
+	clones   map[string]*cloneRun // by cluster key + instance
+	loops    map[string]*loop     // by cluster key
 	// announced is the bad state last announced by an Event, by cluster key.
 	announced map[string]string
 	// logged is the state and reason last logged, by cluster key: a cluster that stays
@@ -100,6 +102,36 @@ type Manager struct {
 	settingsTries map[string]settingsTry
 	base          context.Context // the manager's, once started
 	events        chan event.GenericEvent
+}
+
+// PodIndex is the cache index of pods by the cluster they are an instance of, which every
+// pass lists a cluster's pods by: whoever builds the manager's cache registers it
+// (IndexPods) before the manager starts.
+const PodIndex = "mysql.dolphin-operator.io/cluster"
+
+// IndexPods registers PodIndex with the cache.
+func IndexPods(ctx context.Context, i client.FieldIndexer) error {
+	if err := i.IndexField(ctx, &corev1.Pod{}, PodIndex, PodCluster); err != nil {
+		return fmt.Errorf("while indexing pods by cluster: %w", err)
+	}
+	return nil
+}
+
+// PodCluster is PodIndex's key of a pod: the name of the cluster whose selector labels it
+// carries (none for any other pod).
+func PodCluster(o client.Object) []string {
+	l := o.GetLabels()
+	probe := &mysqlv1beta1.MySQLCluster{}
+	probe.Name = l[resources.LabelInstance]
+	if probe.Name == "" {
+		return nil
+	}
+	for k, v := range resources.SelectorLabels(probe) {
+		if l[k] != v {
+			return nil
+		}
+	}
+	return []string{probe.Name}
 }
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
@@ -179,6 +211,11 @@ func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 			delete(m.conns, k)
 		}
 	}
+	for k := range m.downText {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.downText, k)
+		}
+	}
 	for k := range m.down {
 		if strings.HasPrefix(k, prefix) {
 			delete(m.down, k)
@@ -212,7 +249,8 @@ type cluster struct {
 	// leaving are the instances a scale-down removes (their pods still run).
 	leaving map[string]bool
 	// handOver are the instances whose pods carry resources.AnnotationHandOver.
-	handOver        map[string]bool
+	handOver map[string]bool
+	// pods are the cache's own objects (not copies): read them, never change them.
 	pods            map[string]*corev1.Pod
 	lease           *coordinationv1.Lease
 	adminPassword   string
@@ -251,7 +289,12 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 		return nil, fmt.Errorf("while reading the credentials: %w", err)
 	}
 	pods := &corev1.PodList{}
-	if err := m.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
+	// By the index, a list reads the cluster's own pods: by its labels alone it would test
+	// every pod of the namespace, on every pass of every cluster.
+	// Not copied either: a pass reads the cache's own pods, and whatever changes one (label)
+	// changes a copy.
+	if err := m.Client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingFields{PodIndex: c.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("while listing pods: %w", err)
 	}
 	cl := &cluster{obj: c, pods: map[string]*corev1.Pod{}, handles: map[string]mysql.Instance{}, fenced: map[string]bool{},
@@ -388,7 +431,8 @@ func (m *Manager) label(ctx context.Context, cl *cluster, roles map[string]resou
 		if promote != (role != resources.RoleNone) {
 			continue
 		}
-		patch := client.MergeFrom(pod.DeepCopy())
+		patch := client.MergeFrom(pod)
+		pod = pod.DeepCopy() // the pass's pods are the cache's: never changed in place
 		if pod.Labels == nil {
 			pod.Labels = map[string]string{}
 		}
@@ -396,6 +440,7 @@ func (m *Manager) label(ctx context.Context, cl *cluster, roles map[string]resou
 		if err := m.Client.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("while labelling %s %s: %w", name, role, err)
 		}
+		cl.pods[name] = pod
 	}
 	return nil
 }

@@ -208,7 +208,8 @@ func newWorld(t *testing.T, more ...string) *world {
 		}
 	}
 	w.c = w.clusters["db"]
-	w.m = &Manager{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), Addresses: AddressPodIP,
+	w.m = &Manager{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithIndex(&corev1.Pod{}, PodIndex, PodCluster).Build(), Addresses: AddressPodIP,
 		Open: func(cfg mysql.Config) (mysql.Instance, error) { return byAddr[cfg.Addr], nil }}
 	return w
 }
@@ -628,4 +629,31 @@ func TestManagerSetsOnlineSettingsOnRunningInstances(t *testing.T) {
 	now = now.Add(SettingsRetry)
 	w.pass(t)
 	require.ElementsMatch(t, []string{"db-1 SetGlobal max_connections=100000", "db-2 SetGlobal max_connections=100000"}, w.log)
+}
+
+// An unreachable instance is reported with the first error of its kind while it stays
+// unreachable: a refused dial that times out on a busy operator changes no status, an
+// error of mysqld's does, and so does another one of mysqld's.
+func TestAnUnreachableInstanceKeepsTheErrorOfItsKind(t *testing.T) {
+	m := &Manager{}
+	const key = "ns/db/db-0"
+	for _, tc := range []struct {
+		fault      mysql.Fault
+		text, want string
+	}{
+		{mysql.FaultRefused, "dial: connection refused", "dial: connection refused"},
+		{mysql.FaultNoAnswer, "dial: i/o timeout", "dial: connection refused"},
+		{mysql.FaultDropped, "invalid connection", "dial: connection refused"},
+		{mysql.FaultRejected, "Error 1045: Access denied", "Error 1045: Access denied"},
+		{mysql.FaultRejected, "Error 1045: Access denied", "Error 1045: Access denied"},
+		{mysql.FaultRejected, "Error 1040: Too many connections", "Error 1040: Too many connections"},
+		{mysql.FaultNoAnswer, "dial: i/o timeout", "dial: i/o timeout"},
+	} {
+		if got := m.downTextLocked(key, tc.fault, tc.text); got != tc.want {
+			t.Errorf("%s %q: reported %q, want %q", tc.fault, tc.text, got, tc.want)
+		}
+	}
+	if got := m.downTextLocked("ns/db/db-1", mysql.FaultNoAnswer, "dial: i/o timeout"); got != "dial: i/o timeout" {
+		t.Errorf("another instance got %q", got)
+	}
 }

@@ -221,7 +221,7 @@ func (a auditCounts) top(n int) string {
 
 // auditPolicy logs every request's metadata once, when it ends: the benchmark counts the
 // operator's by verb. With detail (for looking into what an operator writes) the bodies of
-// patches and updates are logged too.
+// its patches and updates of clusters are logged too.
 func auditPolicy(detail bool) string {
 	p := `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -231,6 +231,7 @@ rules:
 	if detail {
 		p += `- level: Request
   verbs: ["patch", "update"]
+  resources: [{group: mysql.dolphin-operator.io}, {group: moco.cybozu.com}]
 `
 	}
 	return p + `- level: Metadata

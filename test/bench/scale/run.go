@@ -476,7 +476,9 @@ func readDocs(path string) ([][]byte, error) {
 // drops the SYNs to MySQL's ports instead, as a partitioned node does.
 func databasesAnswer(silent bool) error {
 	_ = exec.Command("ip", "route", "del", "local", localcluster.PodCIDR, "dev", "lo").Run()
-	drop := []string{"OUTPUT", "-p", "tcp", "-d", localcluster.PodCIDR, "-m", "multiport", "--dports", "3306,33062", "-j", "DROP"}
+	// Dropped on the way in: a locally sent packet dropped on its way out fails connect()
+	// at once (EPERM), which is not what a silent network does.
+	drop := []string{"INPUT", "-p", "tcp", "-d", localcluster.PodCIDR, "-m", "multiport", "--dports", "3306,33062", "-j", "DROP"}
 	for exec.Command("iptables", append([]string{"-D"}, drop...)...).Run() == nil {
 	}
 	if out, err := exec.Command("ip", "route", "add", "local", localcluster.PodCIDR, "dev", "lo").CombinedOutput(); err != nil {
