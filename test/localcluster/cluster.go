@@ -198,27 +198,27 @@ func (c *Cluster) startAPI(ctx context.Context) error {
 			"--audit-log-format=json", "--audit-log-maxsize=0"}
 	}
 	api, err := startProcess(logs, "kube-apiserver", c.bin("kube-apiserver"), append([]string{
-		"--etcd-servers="+etcdClientURL,
-		"--bind-address=0.0.0.0", "--advertise-address="+HostIP, "--secure-port="+apiServerPort,
-		"--tls-cert-file="+p.apiserverCert, "--tls-private-key-file="+p.apiserverKey,
-		"--client-ca-file="+p.caFile,
+		"--etcd-servers=" + etcdClientURL,
+		"--bind-address=0.0.0.0", "--advertise-address=" + HostIP, "--secure-port=" + apiServerPort,
+		"--tls-cert-file=" + p.apiserverCert, "--tls-private-key-file=" + p.apiserverKey,
+		"--client-ca-file=" + p.caFile,
 		"--authorization-mode=Node,RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+p.saPub, "--service-account-signing-key-file="+p.saKey,
-		"--service-cluster-ip-range="+ServiceCIDR, "--allow-privileged=true",
+		"--service-account-key-file=" + p.saPub, "--service-account-signing-key-file=" + p.saKey,
+		"--service-cluster-ip-range=" + ServiceCIDR, "--allow-privileged=true",
 		// Webhook and aggregated-API calls go to endpoint IPs (our local processes), not to
 		// ClusterIPs that nothing here routes.
 		"--enable-aggregator-routing=true",
-		"--requestheader-client-ca-file="+c.creds.frontProxyFile,
+		"--requestheader-client-ca-file=" + c.creds.frontProxyFile,
 		"--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file="+p.frontProxyCert, "--proxy-client-key-file="+p.frontProxyKey,
+		"--proxy-client-cert-file=" + p.frontProxyCert, "--proxy-client-key-file=" + p.frontProxyKey,
 		// logs, exec and port-forward reach kubelets at their node IPs (the node names
 		// resolve nowhere), with a client certificate they trust.
 		"--kubelet-preferred-address-types=InternalIP",
-		"--kubelet-client-certificate="+p.kubeletClientCert, "--kubelet-client-key="+p.kubeletClientKey,
-		"--kubelet-certificate-authority="+p.caFile}, audit...)...)
+		"--kubelet-client-certificate=" + p.kubeletClientCert, "--kubelet-client-key=" + p.kubeletClientKey,
+		"--kubelet-certificate-authority=" + p.caFile}, audit...)...)
 	if err != nil {
 		return err
 	}
