@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -203,10 +204,18 @@ func (m *Manager) run(ctx context.Context, l *loop) {
 		if after <= 0 || after > PollInterval {
 			after = PollInterval
 		}
-		if m.wait(ctx, l, after, p) == endDone {
+		if m.wait(ctx, l, jitter(after, rand.Float64()), p) == endDone {
 			return
 		}
 	}
+}
+
+// jitter shortens a wait by up to a tenth, by the fraction f of that tenth (f in [0, 1)):
+// loops started together (every cluster's, when the operator starts) drift apart instead of
+// reading their instances in the same instant every second, and no wait grows, so
+// PollInterval stays the longest gap between two passes.
+func jitter(d time.Duration, f float64) time.Duration {
+	return d - time.Duration(float64(d/10)*f)
 }
 
 // probe is the primary a loop watches between passes: its connection and its key in m.down.

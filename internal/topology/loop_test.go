@@ -380,3 +380,20 @@ func TestAHangingPingHoldsNoWakeUp(t *testing.T) {
 	w.m.mu.Unlock()
 	require.False(t, marked, "a ping cancelled by the wait's end is no observation")
 }
+
+// A wait is shortened by at most a tenth, never lengthened: the longest gap between two
+// passes stays PollInterval.
+func TestJitterShortensAWaitByAtMostATenth(t *testing.T) {
+	for _, f := range []float64{0, 0.25, 0.5, 0.999999} {
+		got := jitter(PollInterval, f)
+		if got > PollInterval || got <= PollInterval-PollInterval/10 {
+			t.Errorf("jitter(%s, %v) = %s, want in (%s, %s]", PollInterval, f, got, PollInterval-PollInterval/10, PollInterval)
+		}
+	}
+	if a, b := jitter(PollInterval, 0.1), jitter(PollInterval, 0.9); a <= b {
+		t.Errorf("a larger fraction must shorten more: %s, %s", a, b)
+	}
+	if got := jitter(time.Millisecond, 0.5); got <= 0 {
+		t.Errorf("a millisecond wait jittered to %s", got)
+	}
+}

@@ -52,9 +52,12 @@ func (c *Cluster) prepareNodeAndStorage(ctx context.Context) error {
 	if pods <= 0 {
 		pods = 250
 	}
+	// A CPU and 4 GiB a pod: what the pods request (an operator's sidecars do) never keeps
+	// one from being scheduled before the pod count does.
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI),
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(pods), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(pods)<<32, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
 	}
 	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {

@@ -267,17 +267,29 @@ func until(ctx context.Context, c config, what string, done func() (bool, error)
 	return nil
 }
 
+// snapshot is what the operator's counters say at one moment.
+type snapshot struct {
+	metrics map[string]float64
+	proc    procSample
+	dials   int64
+}
+
+func takeSnapshot(ctx context.Context, pid int) (snapshot, error) {
+	var s snapshot
+	var err error
+	if s.metrics, err = scrape(ctx); err != nil {
+		return s, err
+	}
+	if s.proc, err = sampleProc(pid); err != nil {
+		return s, err
+	}
+	s.dials, err = activeOpens()
+	return s, err
+}
+
 // steady samples the operator over the steady window.
 func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, user string, res *result) error {
-	m0, err := scrape(ctx)
-	if err != nil {
-		return err
-	}
-	p0, err := sampleProc(pid)
-	if err != nil {
-		return err
-	}
-	d0, err := activeOpens()
+	s0, err := takeSnapshot(ctx, pid)
 	if err != nil {
 		return err
 	}
@@ -301,21 +313,14 @@ func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, us
 	if profileDir != "" {
 		profile(ctx, c, "heap", "heap")
 	}
-	m1, err := scrape(ctx)
+	s1, err := takeSnapshot(ctx, pid)
 	if err != nil {
 		return err
 	}
-	p1, err := sampleProc(pid)
-	if err != nil {
-		return err
-	}
-	d1, err := activeOpens()
-	if err != nil {
-		return err
-	}
+	m0, m1, p0, p1 := s0.metrics, s1.metrics, s0.proc, s1.proc
 	res.steadyS = to.Sub(from).Seconds()
 	res.cpuSteady, res.peakMB = p1.cpu-p0.cpu, max(p1.hwmMB, res.peakConvMB)
-	res.dials = d1 - d0
+	res.dials = s1.dials - s0.dials
 	delta := func(metric string, labels ...string) float64 {
 		return sum(m1, metric, labels...) - sum(m0, metric, labels...)
 	}
