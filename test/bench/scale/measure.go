@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/dolphin-operator/dolphin/test/promfixture"
 )
 
 // procSample is what /proc says of the operator's process at one moment.
@@ -90,8 +94,11 @@ func activeOpens() (int64, error) {
 	return 0, fmt.Errorf("/proc/net/snmp has no Tcp ActiveOpens")
 }
 
-// scrape reads the operator's metrics endpoint: sample name with labels -> value.
-func scrape(ctx context.Context) (map[string]float64, error) {
+// families are a scrape's metric families by name.
+type families map[string]*dto.MetricFamily
+
+// scrape reads the operator's metrics endpoint.
+func scrape(ctx context.Context) (families, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
@@ -103,47 +110,43 @@ func scrape(ctx context.Context) (map[string]float64, error) {
 		return nil, fmt.Errorf("while scraping the operator: %w", err)
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("while scraping the operator: %w", err)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("scraping the operator: %s", resp.Status)
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, sc.Err()
+	return promfixture.Parse(body)
 }
 
-// sum adds the samples of a metric whose labels contain every one of labels
-// (`name="value"` strings).
-func sum(m map[string]float64, metric string, labels ...string) float64 {
+// sum adds the values of a counter or gauge's series whose labels hold every pair of
+// match (name, value, name, value, ...).
+func sum(m families, metric string, match ...string) float64 {
 	var t float64
-	for k, v := range m {
-		name, ls, _ := strings.Cut(k, "{")
-		if name != metric {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(ls, l)
-		}
-		if ok {
-			t += v
-		}
+	for _, s := range series(m, metric, match...) {
+		t += s.GetCounter().GetValue() + s.GetGauge().GetValue() + s.GetUntyped().GetValue()
 	}
 	return t
+}
+
+// series are a metric's series whose labels hold every pair of match.
+func series(m families, metric string, match ...string) []*dto.Metric {
+	var out []*dto.Metric
+	for _, s := range m[metric].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range s.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		ok := true
+		for k := 0; k+1 < len(match); k += 2 {
+			ok = ok && labels[match[k]] == match[k+1]
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // auditCounts are the requests one user made in a window, from the API server's audit log.

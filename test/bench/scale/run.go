@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -242,7 +241,7 @@ func settle(ctx context.Context, c config, cs kubernetes.Interface) error {
 		if err != nil {
 			return false, err
 		}
-		return sum(m, "workqueue_depth", `name="`+c.op.workqueue+`"`) == 0, nil
+		return sum(m, "workqueue_depth", "name", c.op.workqueue) == 0, nil
 	})
 }
 
@@ -269,7 +268,7 @@ func until(ctx context.Context, c config, what string, done func() (bool, error)
 
 // snapshot is what the operator's counters say at one moment.
 type snapshot struct {
-	metrics map[string]float64
+	metrics families
 	proc    procSample
 	dials   int64
 }
@@ -306,7 +305,7 @@ func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, us
 		case <-tick.C:
 		}
 		if m, err := scrape(ctx); err == nil {
-			res.depthMax = max(res.depthMax, sum(m, "workqueue_depth", `name="`+c.op.workqueue+`"`))
+			res.depthMax = max(res.depthMax, sum(m, "workqueue_depth", "name", c.op.workqueue))
 		}
 	}
 	to := time.Now()
@@ -324,9 +323,9 @@ func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, us
 	delta := func(metric string, labels ...string) float64 {
 		return sum(m1, metric, labels...) - sum(m0, metric, labels...)
 	}
-	res.restGets = delta("rest_client_requests_total", `method="GET"`)
+	res.restGets = delta("rest_client_requests_total", "method", "GET")
 	res.restWrites = delta("rest_client_requests_total") - res.restGets
-	res.reconciles = delta("controller_runtime_reconcile_total", `controller="`+c.op.workqueue+`"`)
+	res.reconciles = delta("controller_runtime_reconcile_total", "controller", c.op.workqueue)
 	res.passes, res.passMax = passes(m0, m1)
 	// The audit log's last lines of the window are written as their requests end.
 	time.Sleep(2 * time.Second)
@@ -392,24 +391,27 @@ const passHistogram = "dolphin_topology_pass_duration_seconds"
 
 // passes is how many topology passes ran between two scrapes and the smallest bucket bound
 // every one of them stayed under (-1 without the metric; +Inf when one outran every bucket).
-func passes(m0, m1 map[string]float64) (float64, float64) {
-	total := sum(m1, passHistogram+"_count") - sum(m0, passHistogram+"_count")
-	if _, ok := m1[passHistogram+"_count"]; !ok {
+func passes(m0, m1 families) (float64, float64) {
+	h1 := m1[passHistogram].GetMetric()
+	if len(h1) == 0 {
 		return 0, -1
 	}
-	best := math.Inf(1)
-	for k, v := range m1 {
-		le, ok := strings.CutPrefix(k, passHistogram+`_bucket{le="`)
-		if !ok {
-			continue
-		}
-		le = strings.TrimSuffix(le, `"}`)
-		bound, err := strconv.ParseFloat(le, 64)
-		if err == nil && v-m0[k] >= total && bound < best {
-			best = bound
+	before := map[float64]uint64{}
+	var count0 uint64
+	if h0 := m0[passHistogram].GetMetric(); len(h0) > 0 {
+		count0 = h0[0].GetHistogram().GetSampleCount()
+		for _, b := range h0[0].GetHistogram().GetBucket() {
+			before[b.GetUpperBound()] = b.GetCumulativeCount()
 		}
 	}
-	return total, best
+	total := h1[0].GetHistogram().GetSampleCount() - count0
+	best := math.Inf(1)
+	for _, b := range h1[0].GetHistogram().GetBucket() {
+		if b.GetCumulativeCount()-before[b.GetUpperBound()] >= total && b.GetUpperBound() < best {
+			best = b.GetUpperBound()
+		}
+	}
+	return float64(total), best
 }
 
 // quantile of the latencies (q 1: the largest); 0 with none.
@@ -513,21 +515,31 @@ func readDocs(path string) ([][]byte, error) {
 // dial to a database is refused at once, as by a pod whose mysqld is not up; silent
 // drops the SYNs to MySQL's ports instead, as a partitioned node does.
 func databasesAnswer(silent bool) error {
-	_ = exec.Command("ip", "route", "del", "local", localcluster.PodCIDR, "dev", "lo").Run()
+	_, _ = netCmd("ip", "route", "del", "local", localcluster.PodCIDR, "dev", "lo")
 	// Dropped on the way in: a locally sent packet dropped on its way out fails connect()
 	// at once (EPERM), which is not what a silent network does.
 	drop := []string{"INPUT", "-p", "tcp", "-d", localcluster.PodCIDR, "-m", "multiport", "--dports", "3306,33062", "-j", "DROP"}
-	for exec.Command("iptables", append([]string{"-D"}, drop...)...).Run() == nil {
+	for range 10 { // each -D removes one copy; a run adds at most one
+		if _, err := netCmd("iptables", append([]string{"-D"}, drop...)...); err != nil {
+			break
+		}
 	}
-	if out, err := exec.Command("ip", "route", "add", "local", localcluster.PodCIDR, "dev", "lo").CombinedOutput(); err != nil {
+	if out, err := netCmd("ip", "route", "add", "local", localcluster.PodCIDR, "dev", "lo"); err != nil {
 		return fmt.Errorf("while routing pod addresses locally: %s: %w", out, err)
 	}
 	if silent {
-		if out, err := exec.Command("iptables", append([]string{"-A"}, drop...)...).CombinedOutput(); err != nil {
+		if out, err := netCmd("iptables", append([]string{"-A"}, drop...)...); err != nil {
 			return fmt.Errorf("while dropping dials to MySQL: %s: %w", out, err)
 		}
 	}
 	return nil
+}
+
+// netCmd runs ip or iptables, bounded by 10 s.
+func netCmd(name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, name, args...).CombinedOutput()
 }
 
 // waitReady waits until the operator's readiness endpoint answers.
