@@ -252,15 +252,14 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if ch := r.Topology.Changes(); ch != nil {
 		b = b.WatchesRawSource(source.Channel(ch, &handler.EnqueueRequestForObject{}))
 	}
+	// The children's events queue after the clusters' own (priorityChildChanged).
+	owner := &mysqlv1beta1.MySQLCluster{}
+	for _, o := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.Service{},
+		&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.PersistentVolumeClaim{}, &policyv1.PodDisruptionBudget{},
+		&batchv1.Job{}} {
+		b = b.Watches(o, ownedBy(mgr.GetClient(), owner))
+	}
 	return b.
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Secret{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&batchv1.Job{}).
 		Watches(&mysqlv1beta1.MySQLBackup{}, handler.EnqueueRequestsFromMapFunc(backupCluster)).
 		Named("mysqlcluster").
 		Complete(r)

@@ -15,8 +15,9 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	LabelPartOf    = "app.kubernetes.io/part-of"
 	LabelComponent = "app.kubernetes.io/component"
-	// LabelRole is "primary" or "replica" on an instance's pod; the topology manager sets
-	// it, and the primary and replicas Services select on it.
+	// LabelRole is "primary", "replica" or "none" on an instance's pod (absent until its
+	// first role); the topology manager sets it, and the primary and replicas Services
+	// select on it.
 	LabelRole = "mysql.dolphin-operator.io/role"
 	// AnnotationScheduledAt on a scheduled MySQLBackup is the due time (RFC 3339, UTC)
 	// of the cluster's schedule it was created for.
@@ -52,6 +53,8 @@ const (
 	RolePrimary Role = "primary"
 	RoleReplica Role = "replica"
 	// RoleNone: in no Service (unreachable, being cloned, isolated, or not yet configured).
+	// The topology manager writes it only on a pod that had a role: a pod without the
+	// label is in no Service either.
 	RoleNone Role = "none"
 )
 

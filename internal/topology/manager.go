@@ -428,6 +428,9 @@ func (m *Manager) label(ctx context.Context, cl *cluster, roles map[string]resou
 		if pod == nil || pod.Labels[resources.LabelRole] == string(role) {
 			continue
 		}
+		if _, labelled := pod.Labels[resources.LabelRole]; !labelled && role == resources.RoleNone {
+			continue // a pod never labelled is in no Service already: no write for a new pod
+		}
 		if promote != (role != resources.RoleNone) {
 			continue
 		}

@@ -657,3 +657,23 @@ func TestAnUnreachableInstanceKeepsTheErrorOfItsKind(t *testing.T) {
 		t.Errorf("another instance got %q", got)
 	}
 }
+
+// A new cluster none of whose instances answers costs no pod write: a pod never labelled
+// is in no Service, which is what role "none" says. A pod that had a role is labelled
+// "none" when it loses it (TestManagerSwitchoverFencesBeforePromoting).
+func TestManagerLeavesANewUnreachablePodUnlabelled(t *testing.T) {
+	w := newWorld(t)
+	for _, f := range w.instances {
+		f.down = true
+	}
+	for range 2 {
+		w.pass(t)
+	}
+	for _, pod := range []string{"db-0", "db-1", "db-2"} {
+		p := &corev1.Pod{}
+		require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: pod}, p))
+		_, labelled := p.Labels[resources.LabelRole]
+		require.False(t, labelled, "%s labelled %q", pod, p.Labels[resources.LabelRole])
+		require.Equal(t, "999", p.ResourceVersion, "%s was written", pod)
+	}
+}
