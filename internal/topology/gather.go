@@ -84,33 +84,42 @@ func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s%s|%s|%x", clusterKey(cl.obj), name, cfg.Addr, sha256.Sum256([]byte(cl.adminPassword+"|"+string(cl.tlsCA))))
+	// One pooled connection an instance, named by the address and credentials it was opened
+	// with: a pod that moved (new IP) or a rotated password opens a new one.
+	key := clusterKey(cl.obj) + name
+	id := fmt.Sprintf("%s|%x", cfg.Addr, sha256.Sum256([]byte(cl.adminPassword+"|"+string(cl.tlsCA))))
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if conn, ok := m.conns[key]; ok {
-		return conn, nil
+	if p, ok := m.conns[key]; ok && p.id == id {
+		return p.conn, nil
 	}
 	conn, err := m.open(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if m.conns == nil {
-		m.conns = map[string]mysql.Instance{}
+		m.conns = map[string]pooled{}
 	}
-	// A pod that moved (new IP) or a rotated password leaves an old entry: drop it.
 	m.evict(cl, name)
-	m.conns[key] = conn
+	m.conns[key] = pooled{id: id, conn: conn}
 	return conn, nil
 }
 
-// evict closes and forgets the pooled connections to one instance; the caller holds m.mu.
+// pooled is an instance's pooled connection and what it was opened with (address and a
+// hash of the credentials and CA).
+type pooled struct {
+	id   string
+	conn mysql.Instance
+}
+
+// evict closes and forgets the pooled connection to one instance; the caller holds m.mu.
+// Keyed by instance, it costs the same with one cluster or thousands: a down instance is
+// evicted on every pass.
 func (m *Manager) evict(cl *cluster, name string) {
-	prefix := clusterKey(cl.obj) + name + "|"
-	for k, conn := range m.conns {
-		if strings.HasPrefix(k, prefix) {
-			_ = conn.Close()
-			delete(m.conns, k)
-		}
+	key := clusterKey(cl.obj) + name
+	if p, ok := m.conns[key]; ok {
+		_ = p.conn.Close()
+		delete(m.conns, key)
 	}
 }
 

@@ -83,8 +83,8 @@ type Manager struct {
 	WatchInterval time.Duration
 
 	mu    sync.Mutex
-	conns map[string]mysql.Instance // by cluster key, instance, address and a hash of the credentials and CA
-	down  map[string]time.Time      // by cluster key + instance: unreachable since
+	conns map[string]pooled    // by cluster key + instance
+	down  map[string]time.Time // by cluster key + instance: unreachable since
 	// downText is what the status says of each unreachable instance (downTextLocked).
 	downText map[string]downText
 	clones   map[string]*cloneRun // by cluster key + instance
@@ -205,9 +205,9 @@ func (m *Manager) carryOut(ctx context.Context, cl *cluster, in Input, d Decisio
 func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 	prefix := clusterKey(c)
 	var errs []error
-	for k, conn := range m.conns {
+	for k, p := range m.conns {
 		if strings.HasPrefix(k, prefix) {
-			errs = append(errs, conn.Close())
+			errs = append(errs, p.conn.Close())
 			delete(m.conns, k)
 		}
 	}

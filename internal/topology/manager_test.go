@@ -677,3 +677,36 @@ func TestManagerLeavesANewUnreachablePodUnlabelled(t *testing.T) {
 		require.Equal(t, "999", p.ResourceVersion, "%s was written", pod)
 	}
 }
+
+// An instance has one pooled connection: reused while its address and credentials stay,
+// replaced (the old one evicted) when they change, and evicting it leaves every other
+// instance's alone.
+func TestManagerPoolsOneConnectionAnInstance(t *testing.T) {
+	w := newWorld(t, "other")
+	cl := &cluster{obj: w.c, pods: map[string]*corev1.Pod{}, adminPassword: "a"}
+	other := &cluster{obj: w.clusters["other"], pods: map[string]*corev1.Pod{}, adminPassword: "a"}
+	for _, c := range []*cluster{cl, other} {
+		for i := range 3 {
+			name := fmt.Sprintf("%s-%d", c.obj.Name, i)
+			p := &corev1.Pod{}
+			require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, p))
+			c.pods[name] = p
+			_, err := w.m.connect(c, name)
+			require.NoError(t, err)
+		}
+	}
+	require.Len(t, w.m.conns, 6)
+	first := w.m.conns["ns/db/db-0"]
+	_, err := w.m.connect(cl, "db-0")
+	require.NoError(t, err)
+	require.Equal(t, first, w.m.conns["ns/db/db-0"], "the same credentials reuse the connection")
+	cl.adminPassword = "rotated"
+	_, err = w.m.connect(cl, "db-0")
+	require.NoError(t, err)
+	require.NotEqual(t, first.id, w.m.conns["ns/db/db-0"].id, "a rotated password opens a new connection")
+	w.m.mu.Lock()
+	w.m.evict(cl, "db-1")
+	w.m.mu.Unlock()
+	require.Len(t, w.m.conns, 5)
+	require.NotContains(t, w.m.conns, "ns/db/db-1")
+}
