@@ -257,7 +257,7 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, o := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.Service{},
 		&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.PersistentVolumeClaim{}, &policyv1.PodDisruptionBudget{},
 		&batchv1.Job{}} {
-		b = b.Watches(o, ownedBy(mgr.GetClient(), owner))
+		b = b.Watches(o, ownedBy(mgr.GetScheme(), mgr.GetRESTMapper(), owner))
 	}
 	return b.
 		Watches(&mysqlv1beta1.MySQLBackup{}, handler.EnqueueRequestsFromMapFunc(backupCluster)).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -23,12 +25,9 @@ import (
 // handler.LowPriority, below both.
 const priorityChildChanged = -10
 
-// atPriority queues what h enqueues at priority p (or lower, when h asked for lower), when
-// the controller's queue is a priority queue; with a plain queue it changes nothing.
-func atPriority(p int, h handler.EventHandler) handler.EventHandler {
-	return prioritized{h: h, priority: p}
-}
-
+// prioritized queues what h enqueues at no more than its priority (lower when h asks for
+// lower), when the controller's queue is a priority queue; with a plain queue it changes
+// nothing.
 type prioritized struct {
 	h        handler.EventHandler
 	priority int
@@ -88,8 +87,9 @@ func (c cappedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Req
 	c.PriorityQueue.AddWithOpts(o, items...)
 }
 
-// ownedBy enqueues the cluster that controls the object, after the cluster's own changes.
-func ownedBy(c client.Client, owner client.Object) handler.EventHandler {
-	return atPriority(priorityChildChanged,
-		handler.EnqueueRequestForOwner(c.Scheme(), c.RESTMapper(), owner, handler.OnlyControllerOwner()))
+// ownedBy enqueues the cluster that controls the object (as the builder's Owns would),
+// after the clusters' own changes.
+func ownedBy(scheme *runtime.Scheme, mapper meta.RESTMapper, owner client.Object) handler.EventHandler {
+	return prioritized{priority: priorityChildChanged,
+		h: handler.EnqueueRequestForOwner(scheme, mapper, owner, handler.OnlyControllerOwner())}
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -28,7 +27,6 @@ func TestAChildsChangeQueuesAfterAClustersOwnChange(t *testing.T) {
 	require.NoError(t, mysqlv1beta1.AddToScheme(scheme))
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(mysqlv1beta1.GroupVersion.WithKind("MySQLCluster"), meta.RESTScopeNamespace)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).Build()
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
 	ctx := context.Background()
@@ -37,7 +35,7 @@ func TestAChildsChangeQueuesAfterAClustersOwnChange(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: mysqlv1beta1.GroupVersion.String(), Kind: "MySQLCluster",
 				Name: cluster, UID: types.UID(cluster), Controller: new(true)}}}}
 	}
-	owned := ownedBy(c, &mysqlv1beta1.MySQLCluster{})
+	owned := ownedBy(scheme, mapper, &mysqlv1beta1.MySQLCluster{})
 	own := handler.EnqueueRequestForObject{}
 
 	owned.Create(ctx, event.CreateEvent{Object: child("initial", "1"), IsInInitialList: true}, q)
