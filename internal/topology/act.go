@@ -48,12 +48,18 @@ func (m *Manager) act(ctx context.Context, cl *cluster, d Decision) error {
 				j++
 			}
 		}
+		start := time.Now()
 		if err := m.actAll(ctx, cl, d.Actions[i:j]); err != nil {
 			return err
 		}
 		if k := d.Actions[i].Kind; k == ActBootstrap || k == ActPromote || k == ActSwitchover {
 			if err := m.label(ctx, cl, d.Roles, true); err != nil {
 				return err
+			}
+			if k == ActSwitchover {
+				// From the old primary's fence to the new one's label: no instance took
+				// writes, and the primary Service routed to none that would.
+				cl.writesRefused = time.Since(start)
 			}
 		}
 		i = j

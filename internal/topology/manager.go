@@ -196,7 +196,7 @@ func (m *Manager) carryOut(ctx context.Context, cl *cluster, in Input, d Decisio
 	if err := m.label(ctx, cl, d.Roles, true); err != nil {
 		return err
 	}
-	m.announce(cl.obj, in, d)
+	m.announce(cl, in, d)
 	return nil
 }
 
@@ -268,6 +268,10 @@ type cluster struct {
 
 	timingsMu sync.Mutex
 	took      []string // each action carried out and how long it took, in the order they ended
+
+	// writesRefused is how long this pass's switchover kept writes out (act says from when
+	// to when); zero without one.
+	writesRefused time.Duration
 }
 
 // timed notes how long an action took (actions of a group end in any order).
@@ -449,17 +453,23 @@ func (m *Manager) label(ctx context.Context, cl *cluster, roles map[string]resou
 }
 
 // announce emits an event when the primary changes or the state turns bad.
-func (m *Manager) announce(c *mysqlv1beta1.MySQLCluster, in Input, d Decision) {
+func (m *Manager) announce(cl *cluster, in Input, d Decision) {
+	c := cl.obj
 	countPrimaryChanges(c, in, d)
 	if m.Recorder == nil {
 		return
 	}
 	for _, a := range d.Actions {
 		switch a.Kind {
-		case ActBootstrap, ActPromote, ActSwitchover:
+		case ActBootstrap, ActPromote:
 			if a.Target != in.Primary {
 				m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, d.Reason, string(a.Kind), "%s is the primary: %s", a.Target, d.Message)
 			}
+		case ActSwitchover:
+			// kubectl dolphin switchover prints this note: how long writes were refused.
+			m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, d.Reason, string(a.Kind),
+				"%s is the primary: %s; writes were refused for %s (from fencing %s until %s was promoted and labelled primary)",
+				a.Target, d.Message, cl.writesRefused.Round(time.Millisecond), a.From, a.Target)
 		case ActFence, ActIsolate, ActClone, ActEvict:
 			m.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, string(a.Kind), "%s: %s", a.Target, d.Message)
 		}

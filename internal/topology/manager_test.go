@@ -420,6 +420,8 @@ func TestManagerReportsARefusedReloadWithoutFailingThePass(t *testing.T) {
 
 func TestManagerSwitchoverFencesBeforePromoting(t *testing.T) {
 	w := newWorld(t)
+	rec := events.NewFakeRecorder(10)
+	w.m.Recorder = rec
 	w.pass(t)
 	w.replicate("db-0", u1+":1-5")
 	w.pass(t)
@@ -444,6 +446,15 @@ func TestManagerSwitchoverFencesBeforePromoting(t *testing.T) {
 	require.Equal(t, "db-2", w.holder(t))
 	require.Equal(t, "primary", w.role(t, "db-2"))
 	require.Equal(t, "none", w.role(t, "db-0"), "the old primary leaves the primary Service")
+
+	// The Event kubectl dolphin switchover prints: how long writes were refused.
+	var notes []string
+	for len(rec.Events) > 0 {
+		notes = append(notes, <-rec.Events)
+	}
+	require.Len(t, notes, 2, "the bootstrap's and the switchover's: %q", notes)
+	require.Regexp(t, `^Normal Switchover db-2 is the primary: switching over from db-0 to db-2; `+
+		`writes were refused for \d+(\.\d+)?[mµn]?s \(from fencing db-0 until db-2 was promoted and labelled primary\)$`, notes[1])
 }
 
 func TestManagerFailoverFreezesThenPromotesAndRemembersTheFailedPrimary(t *testing.T) {
