@@ -277,6 +277,10 @@ BENCH_SCALE_STEADY ?= 300s
 build: ## Build the manager binary into bin/manager.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/manager ./cmd/manager
 
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-dolphin (with bin/ on PATH: kubectl dolphin status ...).
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/kubectl-dolphin ./cmd/kubectl-dolphin
+
 .PHONY: images
 images: build mysql coredns promtool ## Build the local cluster's images (operator, MySQL, mysqld_exporter, pause, CoreDNS) as OCI tarballs, no engine needed.
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(LOCALBIN)/pause ./hack/images/pause

@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// operatorGrace is how long a command waits for the operator to take up a changed spec
+// (status.observedGeneration) before it says the operator may not be running.
+const operatorGrace = 30 * time.Second
+
+func newSwitchoverCommand(o *options) *cobra.Command {
+	var to string
+	var timeout time.Duration
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "switchover CLUSTER --to INSTANCE",
+		Short: "Make another instance the primary (a planned switchover), and wait until it is",
+		Long: "switchover sets spec.primary to the instance and waits until the operator reports it\n" +
+			"primary and the cluster Ready, printing each step it reports; then how long writes\n" +
+			"were refused, as the operator measured it. On a timeout spec.primary stays set: the\n" +
+			"operator goes on (set it back to cancel).",
+		Args: exactArgs("CLUSTER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return usageErrorf("--to: name the instance to make primary (e.g. %s-1)", args[0])
+			}
+			if timeout <= 0 {
+				return usageErrorf("--timeout %s: want a positive duration", timeout)
+			}
+			return o.switchover(cmd.Context(), args[0], to, timeout, wait)
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the instance to make primary (its pod's name)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the switchover")
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the operator has switched over")
+	return cmd
+}
+
+// instanceOrdinal checks that instance is one of the cluster's: <cluster>-<ordinal> below
+// spec.instances.
+func instanceOrdinal(c *mysqlv1beta1.MySQLCluster, instance string) error {
+	n := int32(0)
+	if c.Spec.Instances != nil {
+		n = *c.Spec.Instances
+	}
+	rest, ok := strings.CutPrefix(instance, c.Name+"-")
+	i, err := strconv.ParseInt(rest, 10, 32)
+	if !ok || err != nil || i < 0 || int32(i) >= n || strconv.FormatInt(i, 10) != rest {
+		return withCode(ExitNotFound, "%q is not an instance of %s (it has %s-0 to %s-%d)", instance, c.Name, c.Name, c.Name, n-1)
+	}
+	return nil
+}
+
+func (o *options) switchover(ctx context.Context, name, to string, timeout time.Duration, wait bool) error {
+	start := o.now()
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	c, err := o.getCluster(rctx, name)
+	if err != nil {
+		return err
+	}
+	if err := instanceOrdinal(c, to); err != nil {
+		return err
+	}
+	if c.Spec.Paused {
+		return withCode(ExitRefused, "%s is paused: the operator would not switch over (kubectl dolphin resume %s first)", name, name)
+	}
+	if c.Status.CurrentPrimary == to && c.Spec.Primary == to {
+		fmt.Fprintf(o.io.Out, "%s is already the primary of %s/%s.\n", to, c.Namespace, name)
+		return nil
+	}
+	if c.Spec.Primary != to {
+		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		c.Spec.Primary = to
+		if err := o.client.Patch(rctx, c, patch); err != nil {
+			return apiError("patch", "mysqlclusters", c.Namespace, name, err)
+		}
+	}
+	fmt.Fprintf(o.io.Out, "Switchover of %s/%s to %s asked for (spec.primary).\n", c.Namespace, name, to)
+	if !wait {
+		return nil
+	}
+	w := &waiter{o: o, name: name, start: start, generation: c.Generation}
+	done := func(c *mysqlv1beta1.MySQLCluster) bool {
+		return c.Status.CurrentPrimary == to && meta.IsStatusConditionTrue(c.Status.Conditions, mysqlv1beta1.ConditionReady)
+	}
+	if err := w.until(ctx, timeout, done); err != nil {
+		return fmt.Errorf("switchover to %s: %w", to, err)
+	}
+	fmt.Fprintf(o.io.Out, "%s is the primary of %s/%s and the cluster is Ready, after %s.\n", to, c.Namespace, name,
+		o.now().Sub(start).Round(100*time.Millisecond))
+	ectx, ecancel := context.WithTimeout(ctx, requestTimeout)
+	defer ecancel()
+	note, err := o.switchoverEvent(ectx, c, to, start)
+	switch {
+	case err != nil:
+		fmt.Fprintf(o.io.ErrOut, "Warning: could not read the operator's Events: %v\n", err)
+	case note == "":
+		fmt.Fprintln(o.io.Out, "The operator reported no Switchover Event: how long writes were refused is not known.")
+	default:
+		fmt.Fprintln(o.io.Out, "The operator reports: "+note)
+	}
+	return nil
+}
+
+// switchoverEvent is the note of the operator's Switchover Event that made to primary
+// after start (it says how long writes were refused); empty when there is none.
+func (o *options) switchoverEvent(ctx context.Context, c *mysqlv1beta1.MySQLCluster, to string, start time.Time) (string, error) {
+	list := &corev1.EventList{}
+	if err := o.client.List(ctx, list, client.InNamespace(c.Namespace),
+		client.MatchingFields{"involvedObject.name": c.Name}); err != nil {
+		return "", apiError("list", "events", c.Namespace, "", err)
+	}
+	// Clocks differ a little between this machine and the operator's.
+	since := start.Add(-5 * time.Second)
+	var newest *corev1.Event
+	for i := range list.Items {
+		e := &list.Items[i]
+		if e.InvolvedObject.Kind != "MySQLCluster" || e.InvolvedObject.UID != c.UID ||
+			e.Reason != mysqlv1beta1.ReasonSwitchover || !strings.HasPrefix(e.Message, to+" is the primary") {
+			continue
+		}
+		if t := eventTime(e); t.After(since) && (newest == nil || t.After(eventTime(newest))) {
+			newest = e
+		}
+	}
+	if newest == nil {
+		return "", nil
+	}
+	return newest.Message, nil
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	}
+	return e.LastTimestamp.Time
+}
+
+// waiter reads a cluster until a test holds, printing each change of its conditions.
+type waiter struct {
+	o          *options
+	name       string
+	start      time.Time
+	generation int64
+	seen       map[string]string // condition type → the status, reason and message printed
+}
+
+// until polls the cluster every o.poll until done holds, the timeout passes (ExitTimeout)
+// or the operator has not taken up the spec's generation after operatorGrace.
+func (w *waiter) until(ctx context.Context, timeout time.Duration, done func(*mysqlv1beta1.MySQLCluster) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last *mysqlv1beta1.MySQLCluster
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
+		c, err := w.o.getCluster(rctx, w.name)
+		rcancel()
+		if err != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return err
+		}
+		if err == nil {
+			last = c
+			w.report(c)
+			if c.Status.ObservedGeneration >= w.generation && done(c) {
+				return nil
+			}
+			if c.Status.ObservedGeneration < w.generation && w.o.now().Sub(w.start) > operatorGrace {
+				return withCode(ExitTimeout, "the operator has not taken up the change in %s (status.observedGeneration %d < %d): is it running?",
+					operatorGrace, c.Status.ObservedGeneration, w.generation)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return withCode(ExitTimeout, "not done after %s%s; the change stays asked for", timeout, lastWords(last))
+			}
+			return ctx.Err()
+		case <-time.After(w.o.poll):
+		}
+	}
+}
+
+// lastWords is what the cluster said last, for a timeout's message.
+func lastWords(c *mysqlv1beta1.MySQLCluster) string {
+	if c == nil {
+		return ""
+	}
+	for _, t := range []string{mysqlv1beta1.ConditionDegraded, mysqlv1beta1.ConditionProgressing, mysqlv1beta1.ConditionReady} {
+		if cond := meta.FindStatusCondition(c.Status.Conditions, t); cond != nil && cond.Message != "" &&
+			(cond.Status == metav1.ConditionTrue) == (t != mysqlv1beta1.ConditionReady) {
+			return fmt.Sprintf(" (%s %s: %s)", t, cond.Reason, cond.Message)
+		}
+	}
+	return ""
+}
+
+// report prints the conditions that changed since the last read (the first read only sets
+// the baseline), with the time since start.
+func (w *waiter) report(c *mysqlv1beta1.MySQLCluster) {
+	primed := w.seen != nil
+	if !primed {
+		w.seen = map[string]string{}
+	}
+	for _, cond := range c.Status.Conditions {
+		say := string(cond.Status) + " " + cond.Reason + ": " + cond.Message
+		if w.seen[cond.Type] == say {
+			continue
+		}
+		w.seen[cond.Type] = say
+		if primed {
+			fmt.Fprintf(w.o.io.Out, "  %6.1fs  %s %s\n", w.o.now().Sub(w.start).Seconds(), cond.Type, say)
+		}
+	}
+}
+
+func newPauseCommand(o *options, pause bool) *cobra.Command {
+	verb, short := "pause", "Stop the operator from changing a cluster (status is still reported)"
+	if !pause {
+		verb, short = "resume", "Let the operator manage a paused cluster again"
+	}
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   verb + " CLUSTER",
+		Short: short,
+		Args:  exactArgs("CLUSTER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return usageErrorf("--timeout %s: want a positive duration", timeout)
+			}
+			return o.setPaused(cmd.Context(), args[0], pause, timeout)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", operatorGrace, "how long to wait for the operator to take it up")
+	return cmd
+}
+
+func (o *options) setPaused(ctx context.Context, name string, pause bool, timeout time.Duration) error {
+	start := o.now()
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	c, err := o.getCluster(rctx, name)
+	if err != nil {
+		return err
+	}
+	state := map[bool]string{true: "paused", false: "resumed"}[pause]
+	if c.Spec.Paused != pause {
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.Paused = pause
+		if err := o.client.Patch(rctx, c, patch); err != nil {
+			return apiError("patch", "mysqlclusters", c.Namespace, name, err)
+		}
+	}
+	w := &waiter{o: o, name: name, start: start, generation: c.Generation}
+	taken := func(c *mysqlv1beta1.MySQLCluster) bool {
+		return !pause || c.Status.Phase == mysqlv1beta1.PhasePaused
+	}
+	if err := w.until(ctx, timeout, taken); err != nil {
+		return fmt.Errorf("%s %s: %w", state, name, err)
+	}
+	if pause {
+		fmt.Fprintf(o.io.Out, "%s/%s paused: the operator changes nothing of it until kubectl dolphin resume %s.\n", c.Namespace, name, name)
+	} else {
+		fmt.Fprintf(o.io.Out, "%s/%s resumed: the operator manages it again.\n", c.Namespace, name)
+	}
+	return nil
+}
