@@ -103,6 +103,10 @@ func TLSSecretName(c *mysqlv1beta1.MySQLCluster) string {
 // (removed when the user brings one).
 func IssuedTLSSecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-tls" }
 
+// PrimaryLeaseName names the Lease in which the topology manager records the cluster's
+// primary.
+func PrimaryLeaseName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-primary" }
+
 // PodDisruptionBudgetName names the PodDisruptionBudget.
 func PodDisruptionBudgetName(c *mysqlv1beta1.MySQLCluster) string { return c.Name }
 

@@ -322,7 +322,7 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 		cl.tlsNotAfter = cert.NotAfter
 	}
 	lease := &coordinationv1.Lease{}
-	err := m.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: LeaseName(c)}, lease)
+	err := m.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.PrimaryLeaseName(c)}, lease)
 	switch {
 	case err == nil:
 		cl.lease = lease
@@ -366,8 +366,6 @@ func instanceNames(c *mysqlv1beta1.MySQLCluster, pods map[string]*corev1.Pod, pr
 	return names, leaving
 }
 
-// LeaseName is the Lease recording the cluster's primary.
-func LeaseName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-primary" }
 
 func (cl *cluster) recordedPrimary() string {
 	if cl.lease == nil || cl.lease.Spec.HolderIdentity == nil {
@@ -389,7 +387,7 @@ func (m *Manager) recordPrimary(ctx context.Context, cl *cluster, name string) e
 	}
 	now := metav1.NewMicroTime(m.now())
 	if cl.lease == nil {
-		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: cl.obj.Namespace, Name: LeaseName(cl.obj),
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: cl.obj.Namespace, Name: resources.PrimaryLeaseName(cl.obj),
 			Labels: resources.Labels(cl.obj, resources.ComponentDatabase), Annotations: annotations},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &name, AcquireTime: &now, RenewTime: &now}}
 		if err := controllerutil.SetControllerReference(cl.obj, lease, m.Client.Scheme()); err != nil {

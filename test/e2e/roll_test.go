@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
-	"github.com/dolphin-operator/dolphin/internal/topology"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/workload"
 )
@@ -240,7 +240,7 @@ func watchPrimaryAtDeletion(t *testing.T, ns, cluster string, pods ...string) fu
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			l := &coordinationv1.Lease{}
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.LeaseName(c)}, l); err != nil || l.Spec.HolderIdentity == nil {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PrimaryLeaseName(c)}, l); err != nil || l.Spec.HolderIdentity == nil {
 				cancel()
 				continue
 			}

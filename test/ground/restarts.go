@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
-	"github.com/dolphin-operator/dolphin/internal/topology"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 // PodUIDs is each named pod's UID: a pod replaced since has another.
@@ -144,7 +144,7 @@ func UpdateCluster(t T, k8s client.Client, ns, name string, change func(*mysqlv1
 func LeaseTransitions(ctx context.Context, k8s client.Client, ns, cluster string) (int32, error) {
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cluster}}
 	l := &coordinationv1.Lease{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: topology.LeaseName(c)}, l); err != nil {
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PrimaryLeaseName(c)}, l); err != nil {
 		return 0, fmt.Errorf("while reading %s's primary Lease: %w", cluster, err)
 	}
 	return ptr.Deref(l.Spec.LeaseTransitions, 0), nil
