@@ -1,7 +1,8 @@
 // Package cli is kubectl-dolphin, the kubectl plugin platform teams drive Dolphin's
 // clusters with: status (what the operator reports, and what each instance says over SQL
-// through kubectl exec), switchover, pause and resume. It talks to the API server only, as
-// the user running it, with kubectl's own connection flags (--kubeconfig, --context, -n, ...).
+// through kubectl exec), switchover, pause, resume and a support report. It talks to the
+// API server only, as the user running it, with kubectl's own connection flags
+// (--kubeconfig, --context, -n, ...).
 //
 // Every request and every wait has a deadline, and every failure ends with an exit code
 // scripts can rely on (exit.go).
@@ -39,6 +40,7 @@ type options struct {
 
 	client    client.Client
 	sql       sqlRunner
+	logs      logSource
 	namespace string
 	now       func() time.Time
 	// poll is how often a wait reads the cluster again.
@@ -85,7 +87,7 @@ func isTerminal(w io.Writer) bool {
 func newRootCommand(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-dolphin",
-		Short: "Drive Dolphin's MySQL clusters: status, switchover, pause, resume",
+		Short: "Drive Dolphin's MySQL clusters: status, switchover, pause, resume, report",
 		Long: "kubectl dolphin shows and drives the MySQLClusters of the Dolphin operator.\n\n" +
 			"Exit codes: 0 done, 1 failed, 2 usage, 3 not found, 4 refused by RBAC,\n" +
 			"5 timed out waiting for the operator, 6 refused by the cluster's state.",
@@ -100,7 +102,7 @@ func newRootCommand(o *options) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%w", err) })
 	o.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newStatusCommand(o), newSwitchoverCommand(o), newPauseCommand(o, true), newPauseCommand(o, false),
-		newVersionCommand(o))
+		newReportCommand(o), newVersionCommand(o))
 	return root
 }
 
@@ -145,7 +147,8 @@ func (o *options) connect() error {
 	if err != nil {
 		return fmt.Errorf("while connecting to the API server: %w", err)
 	}
-	o.client, o.namespace, o.sql = c, ns, &podExec{config: rest.CopyConfig(cfg), pods: cs.CoreV1().RESTClient()}
+	o.client, o.namespace = c, ns
+	o.sql, o.logs = &podExec{config: rest.CopyConfig(cfg), pods: cs.CoreV1().RESTClient()}, &podLogs{pods: cs.CoreV1()}
 	return nil
 }
 
