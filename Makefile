@@ -171,7 +171,7 @@ previous-image: ## Build the operator image of $(UPGRADE_FROM), the build the up
 	  --cache $(DOLPHIN_CACHE)/builds/$(UPGRADE_FROM) --out $(LOCALBIN)/previous-image --manifest $(DOLPHIN_PREVIOUS_IMAGES)
 
 .PHONY: test-e2e
-test-e2e: build cluster-tools kwok moco mysql versitygw images previous-image kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers; then the scale benchmark's harness at unit size (kwok).
+test-e2e: build plugin cluster-tools kwok moco mysql versitygw images previous-image kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers; then the scale benchmark's harness at unit size (kwok).
 	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 	$(GOTEST) $(TEST_FLAGS) -timeout 20m $(DEPLOY_PKGS)
 	$(GOTEST) $(TEST_FLAGS) -timeout 10m $(BENCH_SMOKE_PKGS)
