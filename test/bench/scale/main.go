@@ -30,10 +30,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
 func main() {
+	// envtest's CRD installer logs through controller-runtime; the harness prints its own.
+	ctrllog.SetLogger(logr.Discard())
 	if err := localcluster.EnterNetNS(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
