@@ -25,7 +25,8 @@ const stuckAfter = PassTimeout + 30*time.Second
 
 // loop looks after one cluster on its own goroutine: a pass, then a wait of at most
 // PollInterval (less when the decision asks for it, or when the reconciler says the spec
-// changed), for as long as the cluster is managed. The reconciler never waits on it.
+// changed; UnreachableInterval's rest when no instance answered), for as long as the
+// cluster is managed. The reconciler never waits on it.
 type loop struct {
 	key  string
 	wake chan struct{} // capacity 1: a change seen while a pass runs starts the next one at once
@@ -201,8 +202,8 @@ func (m *Manager) run(ctx context.Context, l *loop) {
 		if changed || unsent {
 			unsent = !m.notify(c)
 		}
-		if after <= 0 || after > PollInterval {
-			after = PollInterval
+		if after <= 0 {
+			after = PollInterval // paused
 		}
 		if m.wait(ctx, l, jitter(after, rand.Float64()), p) == endDone {
 			return
@@ -212,8 +213,8 @@ func (m *Manager) run(ctx context.Context, l *loop) {
 
 // jitter shortens a wait by up to a tenth, by the fraction f of that tenth (f in [0, 1)):
 // loops started together (every cluster's, when the operator starts) drift apart instead of
-// reading their instances in the same instant every second, and no wait grows, so
-// PollInterval stays the longest gap between two passes.
+// reading their instances in the same instant every second, and no wait grows past what
+// the pass asked for.
 func jitter(d time.Duration, f float64) time.Duration {
 	return d - time.Duration(float64(d/10)*f)
 }

@@ -397,3 +397,31 @@ func TestJitterShortensAWaitByAtMostATenth(t *testing.T) {
 		t.Errorf("a millisecond wait jittered to %s", got)
 	}
 }
+
+// A cluster none of whose instances answers is looked at every UnreachableInterval (the
+// pass's own time counts), never sooner than PollInterval after a pass; any instance
+// answering, anything to do or a shorter wait asked for keeps the usual pace.
+func TestNextWaitsLongerOnlyWhenNoInstanceAnswers(t *testing.T) {
+	down := []Instance{{Name: "db-0"}, {Name: "db-1"}, {Name: "db-2"}}
+	oneUp := []Instance{{Name: "db-0"}, {Name: "db-1", Reachable: true}, {Name: "db-2"}}
+	for _, tc := range []struct {
+		name string
+		in   []Instance
+		d    Decision
+		took time.Duration
+		want time.Duration
+	}{
+		{"every instance down, a quick pass", down, Decision{}, 10 * time.Millisecond, UnreachableInterval - 10*time.Millisecond},
+		{"every instance down, a pass of silent dials", down, Decision{}, 2500 * time.Millisecond, PollInterval},
+		{"one instance answers", oneUp, Decision{}, 10 * time.Millisecond, PollInterval},
+		{"no pods yet", nil, Decision{}, time.Millisecond, PollInterval},
+		{"every instance down, an action to retry", down, Decision{Actions: []Action{{Kind: ActEvict, Target: "db-0"}}}, time.Millisecond, PollInterval},
+		{"every instance down, a sooner look asked for", down, Decision{RequeueAfter: 200 * time.Millisecond}, time.Millisecond, 200 * time.Millisecond},
+		{"a sooner look asked for", oneUp, Decision{RequeueAfter: 200 * time.Millisecond}, time.Millisecond, 200 * time.Millisecond},
+		{"a later look asked for", oneUp, Decision{RequeueAfter: time.Minute}, time.Millisecond, PollInterval},
+	} {
+		if got := next(Input{Instances: tc.in}, tc.d, tc.took); got != tc.want {
+			t.Errorf("%s: next = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

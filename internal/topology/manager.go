@@ -43,6 +43,14 @@ const AnnotationReclone = "mysql.dolphin-operator.io/reclone"
 // it, since a dead mysqld changes nothing a watch would see.
 const PollInterval = time.Second
 
+// UnreachableInterval is how often a cluster none of whose instances answered is looked at
+// (from the start of one pass to the start of the next, and never sooner than PollInterval
+// after a pass ends): no failover can pick an instance that does not answer, and one that
+// comes back is found within it. A cluster whose databases are all down (an outage, or a
+// new cluster whose mysqld still initialises) then costs a third of the dials; a cluster
+// with any instance answering is looked at every PollInterval.
+const UnreachableInterval = 3 * time.Second
+
 // DefaultWatchInterval is how often the primary is pinged between passes: a primary that
 // refuses or stops answering is then found within this, not within a PollInterval, and
 // the detection delay counts from there.
@@ -140,7 +148,8 @@ func PodCluster(o client.Object) []string {
 // primary to watch until then (none while anything is being changed).
 func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Report, time.Duration, probe) {
 	log := logf.FromContext(ctx)
-	defer func(start time.Time) { metrics.TopologyPassDuration.Observe(time.Since(start).Seconds()) }(time.Now())
+	start := time.Now()
+	defer func() { metrics.TopologyPassDuration.Observe(time.Since(start).Seconds()) }()
 	cl, err := m.load(ctx, c)
 	if err != nil {
 		r := Report{Managed: true, Reason: mysqlv1beta1.ReasonTopologyFailed, Message: err.Error()}
@@ -151,7 +160,7 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 		} else {
 			log.Error(err, "Topology pass could not read the cluster's objects")
 		}
-		return r, 2 * time.Second, probe{}
+		return r, PollInterval, probe{}
 	}
 	in := m.gather(ctx, cl)
 	d := Decide(in)
@@ -176,7 +185,21 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 	if h := cl.handles[d.Primary]; h != nil && len(d.Actions) == 0 {
 		p = probe{conn: h, key: clusterKey(cl.obj) + d.Primary}
 	}
-	return r, d.RequeueAfter, p
+	return r, next(in, d, time.Since(start)), p
+}
+
+// next is the wait after a pass that took took: what the decision asks for, at most
+// PollInterval; when no instance answered and there is nothing to do, the rest of
+// UnreachableInterval, at least PollInterval.
+func next(in Input, d Decision, took time.Duration) time.Duration {
+	answered := slices.ContainsFunc(in.Instances, func(i Instance) bool { return i.Reachable })
+	if !answered && len(in.Instances) > 0 && len(d.Actions) == 0 && d.RequeueAfter <= 0 {
+		return max(UnreachableInterval-took, PollInterval)
+	}
+	if d.RequeueAfter <= 0 || d.RequeueAfter > PollInterval {
+		return PollInterval
+	}
+	return d.RequeueAfter
 }
 
 // carryOut writes the notes and labels the decision needs and runs its actions.
