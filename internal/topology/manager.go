@@ -389,7 +389,6 @@ func instanceNames(c *mysqlv1beta1.MySQLCluster, pods map[string]*corev1.Pod, pr
 	return names, leaving
 }
 
-
 func (cl *cluster) recordedPrimary() string {
 	if cl.lease == nil || cl.lease.Spec.HolderIdentity == nil {
 		return ""
