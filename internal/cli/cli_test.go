@@ -107,7 +107,9 @@ func degradedWorld() ([]client.Object, fakeSQL) {
 	sql := fakeSQL{
 		"db-0": {out: primaryOut(uuid+":1-42", 1)},
 		"db-1": {out: replicaOut(uuid+":1-40", "db-0.db-instances.ns.svc")},
-		"db-2": {err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods/exec"}, "db-2", errors.New("no"))},
+		// As the executor returns an exec the API server refuses: text, not a status error.
+		"db-2": {err: errors.New(`exec in db-2: unable to upgrade connection: pods "db-2" is forbidden: ` +
+			`User "dev" cannot create resource "pods/exec" in API group "" in the namespace "ns"`)},
 	}
 	return objs, sql
 }

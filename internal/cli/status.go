@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -206,9 +207,12 @@ func (o *options) report(ctx context.Context, name string) (*Report, error) {
 	return r, nil
 }
 
-// sqlError words a failed read of an instance; a refused exec names the RBAC it needs.
+// sqlError words a failed read of an instance; a refused exec names the RBAC it needs. An
+// exec the API server refuses fails its connection upgrade, and the executor returns the
+// refusal as text ("unable to upgrade connection: pods "x" is forbidden: User ..."), not
+// as a status error.
 func sqlError(err error) string {
-	if apierrors.IsForbidden(err) {
+	if apierrors.IsForbidden(err) || strings.Contains(err.Error(), " is forbidden: User ") {
 		return "not read: pods/exec refused (RBAC: grant \"create\" on \"pods/exec\"): " + err.Error()
 	}
 	return "not read: " + err.Error()
