@@ -25,8 +25,8 @@ const (
 	// ExitTimeout: the operator did not finish (or did not start) in time; the change asked
 	// for stays asked for.
 	ExitTimeout = 5
-	// ExitRefused: the cluster's state rules the request out (paused, a switchover the
-	// operator reports blocked when told not to wait, ...).
+	// ExitRefused: the cluster's state rules the request out (a switchover of a paused
+	// cluster).
 	ExitRefused = 6
 )
 
