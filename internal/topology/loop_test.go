@@ -417,6 +417,7 @@ func TestNextWaitsLongerOnlyWhenNoInstanceAnswers(t *testing.T) {
 		{"no pods yet", nil, Decision{}, time.Millisecond, PollInterval},
 		{"every instance down, an action to retry", down, Decision{Actions: []Action{{Kind: ActEvict, Target: "db-0"}}}, time.Millisecond, PollInterval},
 		{"every instance down, a sooner look asked for", down, Decision{RequeueAfter: 200 * time.Millisecond}, time.Millisecond, 200 * time.Millisecond},
+		{"every instance down, a new cluster's wait", down, Decision{RequeueAfter: 2 * time.Second}, 10 * time.Millisecond, UnreachableInterval - 10*time.Millisecond},
 		{"a sooner look asked for", oneUp, Decision{RequeueAfter: 200 * time.Millisecond}, time.Millisecond, 200 * time.Millisecond},
 		{"a later look asked for", oneUp, Decision{RequeueAfter: time.Minute}, time.Millisecond, PollInterval},
 	} {

@@ -189,11 +189,13 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 }
 
 // next is the wait after a pass that took took: what the decision asks for, at most
-// PollInterval; when no instance answered and there is nothing to do, the rest of
-// UnreachableInterval, at least PollInterval.
+// PollInterval; when no instance answered and there is nothing to do (the decision asks
+// for no look sooner than PollInterval: a new cluster's wait for its instances asks for
+// 2 s, a primary's detection delay for its rest), the rest of UnreachableInterval, at least
+// PollInterval.
 func next(in Input, d Decision, took time.Duration) time.Duration {
 	answered := slices.ContainsFunc(in.Instances, func(i Instance) bool { return i.Reachable })
-	if !answered && len(in.Instances) > 0 && len(d.Actions) == 0 && d.RequeueAfter <= 0 {
+	if !answered && len(in.Instances) > 0 && len(d.Actions) == 0 && (d.RequeueAfter <= 0 || d.RequeueAfter >= PollInterval) {
 		return max(UnreachableInterval-took, PollInterval)
 	}
 	if d.RequeueAfter <= 0 || d.RequeueAfter > PollInterval {

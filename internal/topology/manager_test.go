@@ -721,3 +721,19 @@ func TestManagerPoolsOneConnectionAnInstance(t *testing.T) {
 	require.Len(t, w.m.conns, 5)
 	require.NotContains(t, w.m.conns, "ns/db/db-1")
 }
+
+// A new cluster none of whose instances answers yet is looked at again after the rest of
+// UnreachableInterval, not every PollInterval; once one answers, the usual pace.
+func TestManagerLooksAtAClusterWithNoInstanceAnsweringLessOften(t *testing.T) {
+	w := newWorld(t)
+	for _, f := range w.instances {
+		f.down = true
+	}
+	_, after, _ := w.m.pass(context.Background(), w.c)
+	require.Greater(t, after, PollInterval)
+	require.LessOrEqual(t, after, UnreachableInterval)
+
+	w.instances["db-1"].down = false
+	_, after, _ = w.m.pass(context.Background(), w.c)
+	require.LessOrEqual(t, after, PollInterval)
+}
