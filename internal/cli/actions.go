@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -49,16 +48,14 @@ func newSwitchoverCommand(o *options) *cobra.Command {
 	return cmd
 }
 
-// instanceOrdinal checks that instance is one of the cluster's: <cluster>-<ordinal> below
-// spec.instances.
-func instanceOrdinal(c *mysqlv1beta1.MySQLCluster, instance string) error {
+// isInstance checks that instance is one of the cluster's: <cluster>-<ordinal> below
+// spec.instances (as the webhook checks spec.primary).
+func isInstance(c *mysqlv1beta1.MySQLCluster, instance string) error {
 	n := int32(0)
 	if c.Spec.Instances != nil {
 		n = *c.Spec.Instances
 	}
-	rest, ok := strings.CutPrefix(instance, c.Name+"-")
-	i, err := strconv.ParseInt(rest, 10, 32)
-	if !ok || err != nil || i < 0 || int32(i) >= n || strconv.FormatInt(i, 10) != rest {
+	if i, ok := c.InstanceOrdinal(instance); !ok || i >= int(n) {
 		return withCode(ExitNotFound, "%q is not an instance of %s (it has %s-0 to %s-%d)", instance, c.Name, c.Name, c.Name, n-1)
 	}
 	return nil
@@ -72,7 +69,7 @@ func (o *options) switchover(ctx context.Context, name, to string, timeout time.
 	if err != nil {
 		return err
 	}
-	if err := instanceOrdinal(c, to); err != nil {
+	if err := isInstance(c, to); err != nil {
 		return err
 	}
 	if c.Spec.Paused {

@@ -145,12 +145,13 @@ func (r *reporter) gather(ctx context.Context, name string) error {
 	r.events(ctx)
 	r.podLogs(ctx, pods)
 	r.operatorLogs(ctx)
+	// What status prints, from the cluster and pods read above.
 	var status bytes.Buffer
 	sub := *r.o
 	sub.io.Out, sub.color = &status, false
-	if rep, err := sub.report(ctx, name); err != nil {
+	if err := sub.printReport(sub.reportOf(ctx, c, pods), ""); err != nil {
 		r.miss("status", err)
-	} else if err := sub.printReport(rep, ""); err == nil {
+	} else {
 		r.add("status.txt", status.Bytes())
 	}
 	return nil

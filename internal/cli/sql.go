@@ -37,7 +37,7 @@ type podExec struct {
 // clientScript runs the statements given as its first argument; the password stays in the
 // container's environment, out of the command line.
 var clientScript = `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --no-defaults --protocol=socket --socket=` +
-	resources.RunDir + `/mysqld.sock -uroot --connect-timeout=5 -N -B -e "$1"`
+	resources.SocketPath + ` -uroot --connect-timeout=5 -N -B -e "$1"`
 
 func (p *podExec) Query(ctx context.Context, pod *corev1.Pod, statements string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, sqlTimeout)

@@ -167,14 +167,20 @@ func (o *options) report(ctx context.Context, name string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := summary(c)
 	pods := &corev1.PodList{}
 	if err := o.client.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
 		return nil, apiError("list", "pods", c.Namespace, "", err)
 	}
+	return o.reportOf(ctx, c, pods.Items), nil
+}
+
+// reportOf is the report of a cluster and its pods as read, with each running instance
+// read over SQL, side by side.
+func (o *options) reportOf(ctx context.Context, c *mysqlv1beta1.MySQLCluster, pods []corev1.Pod) *Report {
+	r := summary(c)
 	byName := map[string]*corev1.Pod{}
-	for i := range pods.Items {
-		byName[pods.Items[i].Name] = &pods.Items[i]
+	for i := range pods {
+		byName[pods[i].Name] = &pods[i]
 	}
 	n := max(r.Instances, c.Status.Instances)
 	r.Members = make([]Member, n)
@@ -204,7 +210,7 @@ func (o *options) report(ctx context.Context, name string) (*Report, error) {
 	}
 	wg.Wait()
 	compareGTIDs(r)
-	return r, nil
+	return r
 }
 
 // sqlError words a failed read of an instance; a refused exec names the RBAC it needs. An

@@ -22,10 +22,13 @@ const (
 	ConfigDir         = "/etc/mysql/conf.d"
 	DataDir           = "/var/lib/mysql"
 	RunDir            = "/var/run/mysqld"
-	TmpDir            = "/tmp"
-	TLSDir            = "/etc/mysql/tls"
-	MySQLPort         = 3306
-	ExporterPort      = 9104
+	// SocketPath is mysqld's socket: the probes, the stop script and kubectl-dolphin's
+	// client reach it there.
+	SocketPath   = RunDir + "/mysqld.sock"
+	TmpDir       = "/tmp"
+	TLSDir       = "/etc/mysql/tls"
+	MySQLPort    = 3306
+	ExporterPort = 9104
 )
 
 // operatorSettings are the [mysqld] settings the operator owns: GTID replication with
@@ -42,7 +45,7 @@ func operatorSettings(c *mysqlv1beta1.MySQLCluster) map[string]string {
 		"read_only":                       "ON",
 		"super_read_only":                 "ON",
 		"datadir":                         DataDir,
-		"socket":                          RunDir + "/mysqld.sock",
+		"socket":                          SocketPath,
 		"pid_file":                        RunDir + "/mysqld.pid",
 		"secure_file_priv":                "NULL",
 		"port":                            fmt.Sprint(MySQLPort),

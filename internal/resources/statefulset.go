@@ -188,8 +188,8 @@ func fieldEnv(name, path string) corev1.EnvVar {
 // accepts connections and answers.
 func sqlProbe(stmt string) corev1.ProbeHandler {
 	return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
-		fmt.Sprintf(`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --no-defaults --protocol=socket --socket=%s/mysqld.sock -uroot -N -e %q`,
-			RunDir, stmt)}}}
+		fmt.Sprintf(`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --no-defaults --protocol=socket --socket=%s -uroot -N -e %q`,
+			SocketPath, stmt)}}}
 }
 
 func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
@@ -203,7 +203,7 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: TLSDir, ReadOnly: true})
 	}
 	ping := corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
-		"exec mysqladmin --no-defaults --protocol=socket --socket=" + RunDir + "/mysqld.sock ping"}}}
+		"exec mysqladmin --no-defaults --protocol=socket --socket=" + SocketPath + " ping"}}}
 	return corev1.Container{
 		Name:  ContainerMySQL,
 		Image: img.MySQLImage(c),

@@ -28,7 +28,7 @@ package resources
 // the next start. Each step is bounded (timeout), and the kubelet's SIGKILL at the end of
 // the grace period ends everything regardless.
 const mysqldScript = `set -u
-sock=` + RunDir + `/mysqld.sock
+sock=` + SocketPath + `
 sql() { t=$1; shift; MYSQL_PWD="$MYSQL_ROOT_PASSWORD" timeout "$t" mysql --no-defaults --protocol=socket --socket="$sock" -uroot --connect-timeout=1 -N -B --comments "$@"; }
 # sessions: "wait" until super_read_only is on or the fence's SET waits for it; then the
 # KILL statement of every client session but our own, the fence's and replication's.
