@@ -169,8 +169,12 @@ func writeFiles(dir string, certPEM, keyPEM []byte) error {
 }
 
 // inject puts caPEM into every webhook of the two configurations and into the conversion
-// webhook of each CRD. A configuration or CRD that does not exist is an error: the install
-// is incomplete and the API server could not call the webhook anyway.
+// webhook of each CRD, and points each CRD's conversion webhook at the operator's own Service.
+// The CRDs are the one part of an install that cannot say where the operator runs: Helm
+// installs a chart's crds/ as they are, without templating, so they name the namespace they
+// were generated with (dolphin-system) whatever namespace the release went to. A
+// configuration or CRD that does not exist is an error: the install is incomplete and the
+// API server could not call the webhook anyway.
 func inject(ctx context.Context, c client.Client, o Options, caPEM []byte) error {
 	var errs []error
 	if o.Mutating != "" {
@@ -200,7 +204,8 @@ func inject(ctx context.Context, c client.Client, o Options, caPEM []byte) error
 			if conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
 				return false
 			}
-			return setCA(&conv.Webhook.ClientConfig.CABundle, caPEM)
+			moved := setService(conv.Webhook.ClientConfig.Service, o)
+			return setCA(&conv.Webhook.ClientConfig.CABundle, caPEM) || moved
 		}))
 	}
 	return errors.Join(errs...)
@@ -220,6 +225,16 @@ func patch(ctx context.Context, c client.Client, key client.ObjectKey, obj clien
 		return fmt.Errorf("while injecting the webhook CA into %s: %w", key.Name, err)
 	}
 	return nil
+}
+
+// setService points a conversion webhook's Service reference at o's Service; the path and
+// port stay as generated.
+func setService(svc *apiextensionsv1.ServiceReference, o Options) bool {
+	if svc == nil || (svc.Namespace == o.Namespace && svc.Name == o.ServiceName) {
+		return false
+	}
+	svc.Namespace, svc.Name = o.Namespace, o.ServiceName
+	return true
 }
 
 func setCA(field *[]byte, caPEM []byte) bool {

@@ -71,7 +71,7 @@ func TestEnsureInjectsTheCAAndWritesTheFiles(t *testing.T) {
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Conversion: &apiextensionsv1.CustomResourceConversion{
 				Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
 					ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
-						Namespace: "ns", Name: "svc", Path: &path}}}}}},
+						Namespace: "dolphin-system", Name: "svc", Path: &path}}}}}},
 	).Build()
 	o := Options{Namespace: "ns", ServiceName: "svc", SecretName: "cert", CertDir: t.TempDir(),
 		Mutating: "m", Validating: "v", CRDs: []string{"things.example.io"}}
@@ -89,6 +89,10 @@ func TestEnsureInjectsTheCAAndWritesTheFiles(t *testing.T) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "things.example.io"}, crd))
 	require.Equal(t, ca, crd.Spec.Conversion.Webhook.ClientConfig.CABundle)
+	// The CRD was generated for another namespace (as a Helm chart's crds/ are): its
+	// conversion webhook now leads to the operator's Service, path kept.
+	require.Equal(t, &apiextensionsv1.ServiceReference{Namespace: "ns", Name: "svc", Path: &path},
+		crd.Spec.Conversion.Webhook.ClientConfig.Service)
 	served, err := os.ReadFile(filepath.Join(o.CertDir, "tls.crt"))
 	require.NoError(t, err)
 	require.Equal(t, secret.Data[corev1.TLSCertKey], served)
