@@ -74,6 +74,7 @@ type options struct {
 	webhookCertDir   string
 	webhookPort      int
 	selfIssueCert    bool
+	injectCA         bool
 	mysqlAddresses   string
 	maxConcurrent    int
 	apiQPS           float64
@@ -126,6 +127,9 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 			"a failed primary is found sooner; 0 turns the pings off.")
 	fs.BoolVar(&o.selfIssueCert, "self-issue-webhook-cert", false,
 		"Issue the webhook certificate and inject its CA (installs without OLM or cert-manager).")
+	fs.BoolVar(&o.injectCA, "inject-webhook-ca", false,
+		"Inject the CA of a webhook certificate someone else issues (ca.crt in --webhook-cert-dir, as cert-manager "+
+			"writes it) into the webhook configurations and the CRDs' conversion webhooks, at start and every hour.")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -145,6 +149,12 @@ func parseOptions(args []string) (options, *zap.Options, error) {
 	}
 	if o.watchInterval < 0 {
 		return o, nil, fmt.Errorf("--primary-watch-interval: %s is negative", o.watchInterval)
+	}
+	if o.selfIssueCert && o.injectCA {
+		return o, nil, errors.New("--inject-webhook-ca: the certificate is either self-issued (--self-issue-webhook-cert) or someone else's, not both")
+	}
+	if o.injectCA && o.webhookCertDir == "" {
+		return o, nil, errors.New("--inject-webhook-ca: needs --webhook-cert-dir, where the issuer's Secret (with ca.crt) is mounted")
 	}
 	// ENABLE_WEBHOOKS=false runs the manager without its webhook server (e.g. `make run`
 	// without certificates); the reconcilers apply defaults themselves, so nothing breaks.
@@ -190,9 +200,9 @@ func main() {
 		"webhooks", o.enableWebhooks, "watchNamespaces", o.watchNamespaces)
 
 	var certClient client.Client
-	if o.enableWebhooks && o.selfIssueCert {
+	if o.enableWebhooks && (o.selfIssueCert || o.injectCA) {
 		if certClient, err = selfIssueWebhookCert(ctrl.LoggerInto(ctx, log), &o); err != nil {
-			log.Error(err, "Failed to issue the webhook certificate")
+			log.Error(err, "Failed to set up the webhook certificate")
 			os.Exit(1)
 		}
 	}
@@ -275,7 +285,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		Discovery: disco, CRDs: storageversion.CRDs, Recorder: mgr.GetEventRecorder(eventSource)}); err != nil {
 		return fmt.Errorf("the storage version migrator: %w", err)
 	}
-	if o.enableWebhooks && o.selfIssueCert {
+	if o.enableWebhooks && (o.selfIssueCert || o.injectCA) {
 		if err := mgr.Add(&webhookcert.Rotator{Client: certClient, Options: webhookCertOptions(o), Now: time.Now}); err != nil {
 			return fmt.Errorf("the webhook certificate rotator: %w", err)
 		}
@@ -386,8 +396,9 @@ func newManager(o options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// webhookCertOptions names what config/default installs: the operator's own certificate is
-// for that layout (OLM brings its own and never sets --self-issue-webhook-cert).
+// webhookCertOptions names what config/default and the Helm chart install: the operator's
+// own certificate, or with --inject-webhook-ca the one cert-manager keeps in the same Secret
+// (OLM brings its own and sets neither flag).
 func webhookCertOptions(o options) webhookcert.Options {
 	return webhookcert.Options{
 		Namespace:   os.Getenv("POD_NAMESPACE"),
@@ -397,6 +408,7 @@ func webhookCertOptions(o options) webhookcert.Options {
 		Mutating:    "dolphin-mutating-webhook-configuration",
 		Validating:  "dolphin-validating-webhook-configuration",
 		CRDs:        []string{"mysqlclusters.mysql.dolphin-operator.io", "mysqlbackups.mysql.dolphin-operator.io"},
+		External:    o.injectCA,
 	}
 }
 

@@ -58,7 +58,7 @@ func TestParseOptionsRejectsAnUnknownAddressModeFromTheEnvironment(t *testing.T)
 
 func TestParseOptionsRejectsBadWorkerCloneAndWatchSettings(t *testing.T) {
 	for _, args := range [][]string{{"--max-concurrent-reconciles=0"}, {"--clone-timeout=-1s"}, {"--primary-watch-interval=-1s"},
-		{"--kube-api-burst=0"}} {
+		{"--kube-api-burst=0"}, {"--inject-webhook-ca", "--self-issue-webhook-cert"}, {"--inject-webhook-ca"}} {
 		_, _, err := parseOptions(args)
 		if err == nil || !strings.Contains(err.Error(), strings.SplitN(args[0], "=", 2)[0]) {
 			t.Errorf("%v: want an error naming the flag, got %v", args, err)

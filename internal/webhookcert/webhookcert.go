@@ -48,12 +48,19 @@ type Options struct {
 	Mutating    string // MutatingWebhookConfiguration to inject the CA into
 	Validating  string // ValidatingWebhookConfiguration to inject the CA into
 	CRDs        []string
+	// External: someone else (cert-manager) issues the certificate and keeps it in the
+	// Secret mounted at CertDir; Ensure only injects the ca.crt it finds there.
+	External bool
 }
 
 // Validate names the first missing option.
 func (o Options) Validate() error {
+	secret := o.SecretName
+	if o.External {
+		secret = "-" // mounted, never read through the API
+	}
 	for name, v := range map[string]string{"namespace (POD_NAMESPACE)": o.Namespace, "service": o.ServiceName,
-		"secret": o.SecretName, "cert dir": o.CertDir} {
+		"secret": secret, "cert dir": o.CertDir} {
 		if v == "" {
 			return fmt.Errorf("self-issued webhook certificates need a %s", name)
 		}
@@ -74,6 +81,13 @@ func Ensure(ctx context.Context, c client.Client, o Options, now time.Time) erro
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	if o.External {
+		ca, err := mountedCA(o.CertDir)
+		if err != nil {
+			return err
+		}
+		return inject(ctx, c, o, ca)
+	}
 	secret, err := ensureSecret(ctx, c, o, now)
 	if err != nil {
 		return err
@@ -82,6 +96,21 @@ func Ensure(ctx context.Context, c client.Client, o Options, now time.Time) erro
 		return err
 	}
 	return inject(ctx, c, o, secret.Data[keyCACert])
+}
+
+// mountedCA reads the CA of an externally issued certificate: the ca.crt that cert-manager
+// writes beside tls.crt and tls.key. Anything but a PEM certificate is refused, so that a
+// wrong mount never empties the caBundles the API server trusts.
+func mountedCA(dir string) ([]byte, error) {
+	path := filepath.Join(dir, keyCACert)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("while reading the webhook CA the certificate's issuer left in %s: %w", path, err)
+	}
+	if !bytes.Contains(raw, []byte("-----BEGIN CERTIFICATE-----")) {
+		return nil, fmt.Errorf("%s holds no PEM certificate: the issuer must put its CA there (cert-manager does for CA and self-signed issuers)", path)
+	}
+	return raw, nil
 }
 
 // Chain returns the pairs to keep in the Secret: the existing ones while valid, else new ones.

@@ -16,6 +16,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/dolphin-operator/dolphin/internal/pki"
 )
 
 var names = []string{"svc.ns.svc", "svc.ns.svc.cluster.local"}
@@ -106,4 +108,34 @@ func TestEnsureInjectsTheCAAndWritesTheFiles(t *testing.T) {
 	// A missing configuration is reported by name.
 	o.Validating = "gone"
 	require.ErrorContains(t, Ensure(ctx, c, o, time.Now()), "gone")
+}
+
+func TestEnsureWithAnExternalCertificateInjectsItsCAAndIssuesNothing(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "v"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "c.example.io"}}},
+	).Build()
+	dir := t.TempDir()
+	o := Options{Namespace: "ns", ServiceName: "svc", CertDir: dir, Validating: "v", External: true}
+	ctx := context.Background()
+
+	// Nothing mounted yet (or the wrong Secret): an error naming the file, nothing changed.
+	require.ErrorContains(t, Ensure(ctx, c, o, time.Now()), filepath.Join(dir, "ca.crt"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("not a certificate"), 0o600))
+	require.ErrorContains(t, Ensure(ctx, c, o, time.Now()), "no PEM certificate")
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "v"}, v))
+	require.Empty(t, v.Webhooks[0].ClientConfig.CABundle)
+
+	ca, err := pki.NewCA("test CA", time.Now(), time.Hour, nil)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ca.crt"), ca.CertPEM, 0o600))
+	require.NoError(t, Ensure(ctx, c, o, time.Now()))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "v"}, v))
+	require.Equal(t, ca.CertPEM, v.Webhooks[0].ClientConfig.CABundle)
+	secrets := &corev1.SecretList{}
+	require.NoError(t, c.List(ctx, secrets))
+	require.Empty(t, secrets.Items, "cert-manager keeps the Secret; the operator writes none")
 }
