@@ -141,7 +141,7 @@ func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
 	acks := writer.Stop()
 	require.NotEmpty(t, acks)
 	requireNoLostWrites(t, g, ns, name, c.Status.CurrentPrimary, acks)
-	requireNoForbidden(t, g)
+	requireNoForbidden(t, g.OperatorLogs(context.Background()))
 }
 
 // ready is nil once the cluster is Ready for its generation with every instance.

@@ -205,18 +205,26 @@ func (g *Ground) Deploy(ctx context.Context) error {
 // OperatorLogs returns the end of the operator's log (the current container of each of
 // its pods), for failure messages.
 func (g *Ground) OperatorLogs(ctx context.Context) string {
-	return g.operatorLogs(ctx, new(int64(200)))
+	return g.operatorLogs(ctx, OperatorNamespace, new(int64(200)))
+}
+
+// OperatorLogsIn returns the whole log of the current container of each operator pod in
+// namespace (an operator installed somewhere else than config/default's namespace).
+func (g *Ground) OperatorLogsIn(ctx context.Context, namespace string) string {
+	return g.operatorLogs(ctx, namespace, nil)
 }
 
 // FullOperatorLogs returns the whole log of the current container of each operator pod.
-func (g *Ground) FullOperatorLogs(ctx context.Context) string { return g.operatorLogs(ctx, nil) }
+func (g *Ground) FullOperatorLogs(ctx context.Context) string {
+	return g.operatorLogs(ctx, OperatorNamespace, nil)
+}
 
-func (g *Ground) operatorLogs(ctx context.Context, tail *int64) string {
+func (g *Ground) operatorLogs(ctx context.Context, namespace string, tail *int64) string {
 	cs, err := kubernetes.NewForConfig(g.RESTConfig())
 	if err != nil {
 		return err.Error()
 	}
-	pods, err := cs.CoreV1().Pods(OperatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
+	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "control-plane=controller-manager"})
 	if err != nil {
 		return err.Error()
 	}
