@@ -123,7 +123,7 @@ test: ## Run every test tier in order (what CI runs) and end with a table of how
 # Every tool the tiers use, built first, two builds at a time: one `go build` of a pinned
 # tool kept ~1.4 of 2 cores busy on average (user/wall time, measured cold), and MySQL's
 # provisioning mostly waits on the network. Warm, this is a few seconds of stamp checks.
-TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox promtool kwok moco
+TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox promtool kwok moco cert-manager-crds
 .PHONY: test-tools
 test-tools: ## Build every tool make test needs, two at a time.
 	@$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
@@ -171,7 +171,7 @@ previous-image: ## Build the operator image of $(UPGRADE_FROM), the build the up
 	  --cache $(DOLPHIN_CACHE)/builds/$(UPGRADE_FROM) --out $(LOCALBIN)/previous-image --manifest $(DOLPHIN_PREVIOUS_IMAGES)
 
 .PHONY: test-e2e
-test-e2e: build plugin cluster-tools kwok moco mysql versitygw images previous-image kustomize manifests ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers; then the scale benchmark's harness at unit size (kwok).
+test-e2e: build plugin cluster-tools kwok moco mysql versitygw images previous-image kustomize manifests cert-manager-crds ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers; then the scale benchmark's harness at unit size (kwok).
 	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
 	$(GOTEST) $(TEST_FLAGS) -timeout 20m $(DEPLOY_PKGS)
 	$(GOTEST) $(TEST_FLAGS) -timeout 10m $(BENCH_SMOKE_PKGS)
@@ -494,6 +494,17 @@ versitygw: ## An S3 server on a POSIX folder (versitygw), for backup tests.
 MOCO_VERSION := $(call modver,moco,github.com/cybozu-go/moco)
 moco: ## The peer operator the scale benchmark measures Dolphin against (cybozu-go/moco's controller).
 	@$(BUILD_TOOL) moco-controller $(MOCO_VERSION) $(TOOLS)/moco github.com/cybozu-go/moco/cmd/moco-controller -ldflags '-s -w'
+# cert-manager's CRDs, from its module on the Go module proxy (its controller's module is not
+# served there): the deploy tier installs them so that the chart's Issuers and Certificates
+# are checked against the real schemas.
+CERT_MANAGER_VERSION ?= v1.21.2
+export DOLPHIN_CERT_MANAGER_CRDS := $(DOLPHIN_CACHE)/cert-manager/$(CERT_MANAGER_VERSION)/crds
+.PHONY: cert-manager-crds
+cert-manager-crds:
+	@if [ ! -f $(DOLPHIN_CERT_MANAGER_CRDS)/cert-manager.io_certificates.yaml ]; then \
+	  dir=$$(go mod download -json github.com/cert-manager/cert-manager@$(CERT_MANAGER_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	  test -n "$$dir" && mkdir -p $(DOLPHIN_CERT_MANAGER_CRDS) && cp $$dir/deploy/crds/cert-manager.io_*.yaml $(DOLPHIN_CERT_MANAGER_CRDS)/ && \
+	  echo "cert-manager $(CERT_MANAGER_VERSION) CRDs in $(DOLPHIN_CERT_MANAGER_CRDS)"; fi
 golangci-lint:
 	@$(BUILD_TOOL) golangci-lint $(GOLANGCI_LINT_VERSION) $(TOOLS)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint -ldflags '-s -w'
 chainsaw:

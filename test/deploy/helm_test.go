@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,27 +19,38 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 
+	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/pki"
 	"github.com/dolphin-operator/dolphin/test/chart"
 	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // helmNS is not config/default's namespace: the CRDs in the chart's crds/ name
 // dolphin-system, and the operator must point their conversion webhook at its own Service.
-const helmNS = "dolphin-helm"
+// cmNS is where the release with certManager.enabled goes.
+const (
+	helmNS = "dolphin-helm"
+	cmNS   = "dolphin-cm"
+)
 
 // TestHelmInstallUpgradeUninstall installs the chart with the Helm SDK on real nodes (the
 // operator is the chart's Deployment, under the chart's ServiceAccount and RBAC), runs the
 // v1alpha1 sample to Ready through the conversion webhook, upgrades the release with a
 // changed value, and uninstalls it: the CRDs and the cluster, its pods' volumes included,
-// stay.
+// stay. Installed again, with certManager.enabled and into another namespace, the operator
+// takes the orphaned cluster back and serves its webhooks with the certificate mounted from
+// the Secret cert-manager would keep.
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	ctx := context.Background()
 	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr, WithoutOperator: true})
@@ -109,17 +121,97 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	_, err = uninstall.Run("dolphin")
 	require.NoError(t, err)
 	requireUninstalled(t, k8s, client.ObjectKeyFromObject(sample))
+
+	reinstallWithCertManager(t, g, k8s, client.ObjectKeyFromObject(sample))
+}
+
+// reinstallWithCertManager installs the chart with certManager.enabled into cmNS. No
+// cert-manager controller runs here (its module on the Go proxy has no controller command):
+// its CRDs are installed, so the chart's Issuers and Certificates must pass the real schemas,
+// and the test writes the Secret the serving Certificate names as cert-manager's CA Issuer
+// would (tls.crt and tls.key signed by a CA, ca.crt that CA). The operator must mount it,
+// inject that CA into the webhook configurations and the CRDs, and serve with it.
+func reinstallWithCertManager(t *testing.T, g *ground.Ground, k8s client.Client, cluster client.ObjectKey) {
+	t.Helper()
+	ctx := context.Background()
+	applyCertManagerCRDs(t, g)
+	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cmNS}}))
+	now := time.Now()
+	ca, err := pki.NewCA("cert-manager stand-in CA", now, 24*time.Hour, nil)
+	require.NoError(t, err)
+	base := "dolphin-webhook-service." + cmNS + ".svc"
+	serving, err := pki.IssueServer(ca, []string{base, base + ".cluster.local"}, now, time.Hour, nil)
+	require.NoError(t, err)
+	require.NoError(t, k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cmNS, Name: certSecret},
+		Type:       corev1.SecretTypeTLS,
+		Data: map[string][]byte{"ca.crt": ca.CertPEM, corev1.TLSCertKey: serving.CertPEM,
+			corev1.TLSPrivateKeyKey: serving.KeyPEM},
+	}))
+
+	chrt, err := loader.Load(chart.Dir())
+	require.NoError(t, err)
+	cfg := helmConfigIn(t, g, cmNS)
+	vals := helmValues(g, 16)
+	vals["certManager"] = map[string]any{"enabled": true}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace = "dolphin", cmNS
+	// The CRDs stayed (helm uninstall keeps crds/). Helm 4 applies crds/ server-side, and
+	// the operator now owns their conversion Service's namespace: applying them again
+	// conflicts, so a reinstall skips them (--skip-crds), as docs/install.md says.
+	install.SkipCRDs = true
+	install.WaitStrategy, install.Timeout = kube.HookOnlyStrategy, 3*time.Minute
+	_, err = install.RunWithContext(ctx, chrt, vals)
+	require.NoError(t, err)
+	waitFor(t, 3*time.Minute, "the webhooks to answer with the mounted certificate", func() error {
+		return ground.ProbeWebhooks(ctx, g.RESTConfig())
+	})
+	requireCAInjected(t, k8s, ca.CertPEM)
+	requireConversionService(t, k8s, cmNS)
+	for _, name := range []string{"dolphin-serving-cert", "dolphin-webhook-ca"} {
+		cert := &unstructured.Unstructured{}
+		cert.SetAPIVersion("cert-manager.io/v1")
+		cert.SetKind("Certificate")
+		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: cmNS, Name: name}, cert), "the chart's %s", name)
+	}
+	// The operator keeps no Secret of its own in this mode: the one the test wrote is as it was.
+	secret := &corev1.Secret{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: cmNS, Name: certSecret}, secret))
+	require.Equal(t, ca.CertPEM, secret.Data["ca.crt"])
+	// A change through v1alpha1 (the conversion webhook, with the mounted certificate) that
+	// only the new operator can observe: it has taken the orphaned cluster back.
+	old := &mysqlv1alpha1.MySQLCluster{}
+	require.NoError(t, k8s.Get(ctx, cluster, old))
+	require.NoError(t, k8s.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"backup":{"retention":8}}}`))))
+	waitFor(t, 2*time.Minute, "the orphaned cluster's change observed by the new operator", func() error {
+		return readyCluster(ctx, k8s, cluster)
+	})
+	requireNoForbidden(t, g.OperatorLogsIn(ctx, cmNS))
+}
+
+// applyCertManagerCRDs creates cert-manager's cert-manager.io CRDs from the files `make
+// cert-manager-crds` keeps, and waits until they are served.
+func applyCertManagerCRDs(t *testing.T, g *ground.Ground) {
+	t.Helper()
+	dir := os.Getenv("DOLPHIN_CERT_MANAGER_CRDS")
+	files, err := filepath.Glob(filepath.Join(dir, "cert-manager.io_*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no cert-manager CRDs in %q (make cert-manager-crds; DOLPHIN_CERT_MANAGER_CRDS names them)", dir)
+	_, err = envtest.InstallCRDs(g.RESTConfig(), envtest.CRDInstallOptions{Paths: files, ErrorIfPathMissing: true})
+	require.NoError(t, err)
 }
 
 // helmConfig is the SDK's configuration for the ground's API server, releases kept in
 // Secrets in helmNS (as the helm binary keeps them).
-func helmConfig(t *testing.T, g *ground.Ground) *action.Configuration {
+func helmConfig(t *testing.T, g *ground.Ground) *action.Configuration { return helmConfigIn(t, g, helmNS) }
+
+func helmConfigIn(t *testing.T, g *ground.Ground, namespace string) *action.Configuration {
 	t.Helper()
 	getter := genericclioptions.NewConfigFlags(false)
 	getter.KubeConfig = new(g.Kubeconfig)
-	getter.Namespace = new(helmNS)
+	getter.Namespace = new(namespace)
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	require.NoError(t, cfg.Init(getter, helmNS, "secret"))
+	require.NoError(t, cfg.Init(getter, namespace, "secret"))
 	return cfg
 }
 
