@@ -203,7 +203,9 @@ func applyCertManagerCRDs(t *testing.T, g *ground.Ground) {
 
 // helmConfig is the SDK's configuration for the ground's API server, releases kept in
 // Secrets in helmNS (as the helm binary keeps them).
-func helmConfig(t *testing.T, g *ground.Ground) *action.Configuration { return helmConfigIn(t, g, helmNS) }
+func helmConfig(t *testing.T, g *ground.Ground) *action.Configuration {
+	return helmConfigIn(t, g, helmNS)
+}
 
 func helmConfigIn(t *testing.T, g *ground.Ground, namespace string) *action.Configuration {
 	t.Helper()
