@@ -276,7 +276,7 @@ func requireUninstalled(t *testing.T, k8s client.Client, cluster client.ObjectKe
 			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "dolphin-mutating-webhook-configuration"}},
 		} {
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("%T %s still there (%v)", obj, obj.GetName(), err)
+				return fmt.Errorf("%T %s still there (%w)", obj, obj.GetName(), err)
 			}
 		}
 		return nil
