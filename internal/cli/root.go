@@ -87,7 +87,7 @@ func isTerminal(w io.Writer) bool {
 func newRootCommand(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-dolphin",
-		Short: "Drive Dolphin's MySQL clusters: status, switchover, pause, resume, report",
+		Short: "Drive Dolphin's MySQL clusters: status, switchover, pause, resume, backup, restore, report",
 		Long: "kubectl dolphin shows and drives the MySQLClusters of the Dolphin operator.\n\n" +
 			"Exit codes: 0 done, 1 failed, 2 usage, 3 not found, 4 refused by RBAC,\n" +
 			"5 timed out waiting for the operator, 6 refused by the cluster's state.",
@@ -102,7 +102,7 @@ func newRootCommand(o *options) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%w", err) })
 	o.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newStatusCommand(o), newSwitchoverCommand(o), newPauseCommand(o, true), newPauseCommand(o, false),
-		newReportCommand(o), newVersionCommand(o))
+		newBackupCommand(o), newRestoreCommand(o), newReportCommand(o), newVersionCommand(o))
 	return root
 }
 
