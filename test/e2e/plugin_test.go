@@ -20,9 +20,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/cli"
@@ -86,8 +88,9 @@ func golden(t *testing.T, name, got string) {
 }
 
 // TestPluginShowsSwitchesOverAndReportsACluster drives a two-instance cluster with
-// kubectl-dolphin: status (table and JSON, against golden files), a switchover, a report
-// that holds none of the cluster's passwords, and the errors of a missing cluster and of a
+// kubectl-dolphin: status (table and JSON, against golden files), a switchover, a backup
+// and a new cluster from the manifest restore prints, a report that holds none of the
+// cluster's passwords, and the errors of a missing cluster and of a
 // user RBAC does not let patch clusters or exec into pods.
 func TestPluginShowsSwitchesOverAndReportsACluster(t *testing.T) {
 	ns := namespace(t)
@@ -143,9 +146,68 @@ func TestPluginShowsSwitchesOverAndReportsACluster(t *testing.T) {
 		`\(from fencing cli-0 until cli-1 was promoted and labelled primary\)`, out)
 	waitPrimary(t, ns, "cli", "cli-1")
 
+	requireBackupAndRestore(t, c)
 	requireReportHoldsNoSecret(t, c)
 	requirePluginErrors(t, ns)
 	requireDeletionRemovesEverything(t, c)
+}
+
+// requireBackupAndRestore backs the cluster up with the plugin to a volume the operator
+// makes, then creates the cluster `restore` prints (one instance, as a user may edit it)
+// and finds the database written before the backup in it.
+func requireBackupAndRestore(t *testing.T, c *mysqlv1beta1.MySQLCluster) {
+	t.Helper()
+	ctx := context.Background()
+	cur := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(c), cur))
+	patch := client.MergeFrom(cur.DeepCopy())
+	// No schedule (suspended): only the backups asked for, to the target.
+	cur.Spec.Backup = &mysqlv1beta1.BackupSpec{Suspend: true, Target: &mysqlv1beta1.BackupTarget{
+		PVC: &mysqlv1beta1.PVCTarget{Size: new(resourceQuantity("200Mi"))}}}
+	require.NoError(t, k8s.Patch(ctx, cur, patch))
+
+	code, out, errOut := plugin(t, "-n", c.Namespace, "backup", c.Name, "--name", "cli-now", "--method", "Logical", "--timeout", "4m")
+	t.Logf("backup:\n%s%s", out, errOut)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	b := &mysqlv1beta1.MySQLBackup{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: "cli-now"}, b))
+	require.Equal(t, mysqlv1beta1.BackupPhaseCompleted, b.Status.Phase)
+	require.Contains(t, out, "Backup "+c.Namespace+"/cli-now Completed in ")
+	require.Contains(t, out, "Location: "+b.Status.Location)
+	require.Contains(t, out, "GTID set: "+b.Status.GTIDSet)
+
+	code, out, errOut = plugin(t, "-n", c.Namespace, "restore", "cli-copy", "--backup", "cli-now")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	restored := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(out), restored), out)
+	require.Equal(t, "cli-now", restored.Spec.Bootstrap.FromBackup.Name)
+	restored.Spec.Instances = new(int32(1))
+	require.NoError(t, k8s.Create(ctx, restored))
+	readyCluster(t, c.Namespace, "cli-copy")
+	var found string
+	require.NoError(t, dbOf(t, c.Namespace, "cli-copy-0").QueryRowContext(ctx, "SHOW DATABASES LIKE 'plugin'").Scan(&found))
+	require.Equal(t, "plugin", found)
+	// Backups outlive their cluster (docs/backup.md): the backup, its Job and pod go with
+	// the MySQLBackup, before the cluster's deletion is checked.
+	require.NoError(t, k8s.Delete(ctx, restored))
+	require.NoError(t, k8s.Delete(ctx, b))
+	waitFor(t, 2*time.Minute, "the restored cluster and the backup to be gone", func() error {
+		for _, obj := range []client.Object{restored, b} {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%s still there (%w)", obj.GetName(), err)
+			}
+		}
+		pods := &corev1.PodList{}
+		if err := k8s.List(ctx, pods, client.InNamespace(c.Namespace)); err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if !strings.HasPrefix(p.Name, c.Name+"-0") && !strings.HasPrefix(p.Name, c.Name+"-1") {
+				return fmt.Errorf("pod %s still there", p.Name)
+			}
+		}
+		return nil
+	})
 }
 
 // requireReportHoldsNoSecret writes a report of the cluster and greps every file of it for
