@@ -2,13 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	utilexec "k8s.io/client-go/util/exec"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
@@ -150,4 +154,68 @@ func TestRestoreRefusals(t *testing.T) {
 		require.Equal(t, c.code, h.run(c.args...), "%v: %s", c.args, h.err.String())
 		require.Contains(t, h.err.String(), c.want, "%v", c.args)
 	}
+}
+
+// fakeShell records the session asked for and answers with err.
+type fakeShell struct {
+	pod  string
+	args []string
+	tty  bool
+	err  error
+}
+
+func (f *fakeShell) Client(_ context.Context, pod *corev1.Pod, args []string, _ genericiooptions.IOStreams, tty bool) error {
+	f.pod, f.args, f.tty = pod.Name, args, tty
+	return f.err
+}
+
+func TestMySQLOpensTheClientOnThePrimaryOrTheInstanceNamed(t *testing.T) {
+	objs, sql := degradedWorld()
+	h := newHarness(t, sql, nil, objs...)
+	shell := &fakeShell{}
+	h.o.shell = shell
+	require.Equal(t, ExitOK, h.run("mysql", "db", "--", "-e", "SELECT 1"), h.err.String())
+	require.Equal(t, "db-0", shell.pod)
+	require.Equal(t, []string{"-e", "SELECT 1"}, shell.args)
+	require.False(t, shell.tty, "not a terminal")
+
+	require.Equal(t, ExitOK, h.run("mysql", "db", "--instance", "db-1"), h.err.String())
+	require.Equal(t, "db-1", shell.pod)
+	require.Empty(t, shell.args)
+
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"mysql", "db", "extra"}, ExitUsage, "after --"},
+		{[]string{"mysql", "db", "--instance", "db-7"}, ExitNotFound, `"db-7" is not an instance of db`},
+		{[]string{"mysql", "nope"}, ExitNotFound, "not found"},
+	} {
+		h.err.Reset()
+		require.Equal(t, c.code, h.run(c.args...), "%v: %s", c.args, h.err.String())
+		require.Contains(t, h.err.String(), c.want)
+	}
+
+	// The client's failure (it printed why), and an exec RBAC refuses.
+	shell.err = utilexec.CodeExitError{Err: errors.New("command terminated with exit code 1"), Code: 1}
+	h.err.Reset()
+	require.Equal(t, ExitFailed, h.run("mysql", "db", "--", "-e", "SELECT nope"))
+	require.Contains(t, h.err.String(), "the mysql client in db-0 exited with 1")
+	shell.err = errors.New(`unable to upgrade connection: pods "db-0" is forbidden: User "dev" cannot create resource "pods/exec"`)
+	require.Equal(t, ExitForbidden, h.run("mysql", "db"))
+	require.Contains(t, h.err.String(), `grant the verb "create" on "pods/exec"`)
+
+	// No primary known, and a primary whose pod is not running.
+	objs, sql = degradedWorld()
+	objs[0].(*mysqlv1beta1.MySQLCluster).Status.CurrentPrimary = ""
+	h = newHarness(t, sql, nil, objs...)
+	h.o.shell = shell
+	require.Equal(t, ExitRefused, h.run("mysql", "db"))
+	objs, sql = degradedWorld()
+	objs[1].(*corev1.Pod).Status.Phase = corev1.PodPending
+	h = newHarness(t, sql, nil, objs...)
+	h.o.shell = shell
+	require.Equal(t, ExitRefused, h.run("mysql", "db"))
+	require.Contains(t, h.err.String(), "db-0 is Pending")
 }

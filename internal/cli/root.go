@@ -40,6 +40,7 @@ type options struct {
 
 	client    client.Client
 	sql       sqlRunner
+	shell     clientRunner
 	logs      logSource
 	namespace string
 	now       func() time.Time
@@ -87,7 +88,7 @@ func isTerminal(w io.Writer) bool {
 func newRootCommand(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-dolphin",
-		Short: "Drive Dolphin's MySQL clusters: status, switchover, pause, resume, backup, restore, report",
+		Short: "Drive Dolphin's MySQL clusters: status, switchover, pause, resume, backup, restore, mysql, report",
 		Long: "kubectl dolphin shows and drives the MySQLClusters of the Dolphin operator.\n\n" +
 			"Exit codes: 0 done, 1 failed, 2 usage, 3 not found, 4 refused by RBAC,\n" +
 			"5 timed out waiting for the operator, 6 refused by the cluster's state.",
@@ -102,7 +103,7 @@ func newRootCommand(o *options) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%w", err) })
 	o.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newStatusCommand(o), newSwitchoverCommand(o), newPauseCommand(o, true), newPauseCommand(o, false),
-		newBackupCommand(o), newRestoreCommand(o), newReportCommand(o), newVersionCommand(o))
+		newBackupCommand(o), newRestoreCommand(o), newMySQLCommand(o), newReportCommand(o), newVersionCommand(o))
 	return root
 }
 
@@ -148,7 +149,8 @@ func (o *options) connect() error {
 		return fmt.Errorf("while connecting to the API server: %w", err)
 	}
 	o.client, o.namespace = c, ns
-	o.sql, o.logs = &podExec{config: rest.CopyConfig(cfg), pods: cs.CoreV1().RESTClient()}, &podLogs{pods: cs.CoreV1()}
+	exec := &podExec{config: rest.CopyConfig(cfg), pods: cs.CoreV1().RESTClient()}
+	o.sql, o.shell, o.logs = exec, exec, &podLogs{pods: cs.CoreV1()}
 	return nil
 }
 

@@ -42,24 +42,10 @@ var clientScript = `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --no-defaults --
 func (p *podExec) Query(ctx context.Context, pod *corev1.Pod, statements string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, sqlTimeout)
 	defer cancel()
-	req := p.pods.Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: resources.ContainerMySQL,
-			Command: []string{"sh", "-c", clientScript, "sh", statements}, Stdout: true, Stderr: true},
-			scheme.ParameterCodec)
-	// WebSockets first, SPDY for an API server that does not upgrade them (as kubectl).
-	ws, err := remotecommand.NewWebSocketExecutor(p.config, "GET", req.URL().String())
+	exec, err := p.executor(pod, &corev1.PodExecOptions{Container: resources.ContainerMySQL,
+		Command: []string{"sh", "-c", clientScript, "sh", statements}, Stdout: true, Stderr: true})
 	if err != nil {
-		return "", fmt.Errorf("exec in %s: %w", pod.Name, err)
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(p.config, "POST", req.URL())
-	if err != nil {
-		return "", fmt.Errorf("exec in %s: %w", pod.Name, err)
-	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return "", fmt.Errorf("exec in %s: %w", pod.Name, err)
+		return "", err
 	}
 	var stdout, stderr bytes.Buffer
 	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
@@ -69,6 +55,28 @@ func (p *podExec) Query(ctx context.Context, pod *corev1.Pod, statements string)
 		return "", fmt.Errorf("exec in %s: %w", pod.Name, err)
 	}
 	return stdout.String(), nil
+}
+
+// executor is an exec into pod with opts: WebSockets first, SPDY for an API server that
+// does not upgrade them (as kubectl does).
+func (p *podExec) executor(pod *corev1.Pod, opts *corev1.PodExecOptions) (remotecommand.Executor, error) {
+	req := p.pods.Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+		VersionedParams(opts, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(p.config, "GET", req.URL().String())
+	if err != nil {
+		return nil, fmt.Errorf("exec in %s: %w", pod.Name, err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(p.config, "POST", req.URL())
+	if err != nil {
+		return nil, fmt.Errorf("exec in %s: %w", pod.Name, err)
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("exec in %s: %w", pod.Name, err)
+	}
+	return exec, nil
 }
 
 // instanceQuery reads what status shows of an instance: one row per fact, its name first.

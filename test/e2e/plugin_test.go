@@ -38,13 +38,19 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files under te
 // args say otherwise (--as), and returns its exit code, stdout and stderr.
 func plugin(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return pluginIn(t, "", args...)
+}
+
+// pluginIn runs the plugin as plugin does, with stdin as its standard input.
+func pluginIn(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(ground.RepoRoot(), "bin", "kubectl-dolphin"),
 		append([]string{"--kubeconfig", g.Kubeconfig}, args...)...)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
@@ -146,10 +152,29 @@ func TestPluginShowsSwitchesOverAndReportsACluster(t *testing.T) {
 		`\(from fencing cli-0 until cli-1 was promoted and labelled primary\)`, out)
 	waitPrimary(t, ns, "cli", "cli-1")
 
+	requireMySQLSession(t, ns)
 	requireBackupAndRestore(t, c)
 	requireReportHoldsNoSecret(t, c)
 	requirePluginErrors(t, ns)
 	requireDeletionRemovesEverything(t, c)
+}
+
+// requireMySQLSession runs the client through the plugin on the primary (cli-1 since the
+// switchover) and on an instance named, with -e and with statements on stdin, and an SQL
+// error's exit.
+func requireMySQLSession(t *testing.T, ns string) {
+	t.Helper()
+	code, out, errOut := plugin(t, "-n", ns, "mysql", "cli", "--", "-N", "-e", "SELECT @@hostname, @@super_read_only")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, "cli-1\t0\n", out)
+	code, out, errOut = pluginIn(t, "SELECT @@hostname, @@super_read_only;\nSHOW DATABASES LIKE 'plugin';\n",
+		"-n", ns, "mysql", "cli", "--instance", "cli-0", "--", "-N")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, "cli-0\t1\nplugin\n", out)
+	code, _, errOut = plugin(t, "-n", ns, "mysql", "cli", "--", "-e", "SELECT * FROM plugin.nothing")
+	require.Equal(t, cli.ExitFailed, code)
+	require.Contains(t, errOut, "ERROR 1146")
+	require.Contains(t, errOut, "the mysql client in cli-1 exited with 1")
 }
 
 // requireBackupAndRestore backs the cluster up with the plugin to a volume the operator
