@@ -123,7 +123,7 @@ test: ## Run every test tier in order (what CI runs) and end with a table of how
 # Every tool the tiers use, built first, two builds at a time: one `go build` of a pinned
 # tool kept ~1.4 of 2 cores busy on average (user/wall time, measured cold), and MySQL's
 # provisioning mostly waits on the network. Warm, this is a few seconds of stamp checks.
-TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox promtool kwok moco cert-manager-crds
+TEST_TOOLS := operator-sdk envtest-tools chainsaw opm olm golangci-lint cluster-tools controller-gen kustomize catalog-render mysql busybox promtool kwok moco cert-manager-crds krew
 .PHONY: test-tools
 test-tools: ## Build every tool make test needs, two at a time.
 	@$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
@@ -143,7 +143,7 @@ BENCH_SMOKE_PKGS := ./test/bench/scale/
 UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/... ./test/dashboard/... ./test/promfixture/... ./test/chart/...
 
 .PHONY: test-unit
-test-unit: kustomize ## Unit tests: pure logic, the generated bundle and the Helm chart (beside config/default's kustomize build); no cluster, no MySQL.
+test-unit: kustomize krew ## Unit tests: pure logic, the generated bundle and the Helm chart (beside config/default's kustomize build); no cluster, no MySQL.
 	$(GOTEST) $(TEST_FLAGS) $(UNIT_PKGS)
 	cd hack/catalog && $(GOTEST) $(TEST_FLAGS) -tags containers_image_openpgp ./...
 
@@ -280,6 +280,10 @@ build: ## Build the manager binary into bin/manager.
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-dolphin (with bin/ on PATH: kubectl dolphin status ...).
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/kubectl-dolphin ./cmd/kubectl-dolphin
+
+.PHONY: plugin-release
+plugin-release: ## Build the plugin's release archives for krew (bin/plugin-release/) and write plugins/dolphin.yaml, the krew manifest naming them.
+	go run ./hack/plugin-release --version $(VERSION) --out $(LOCALBIN)/plugin-release --manifest plugins/dolphin.yaml
 
 .PHONY: images
 images: build mysql coredns promtool ## Build the local cluster's images (operator, MySQL, mysqld_exporter, pause, CoreDNS) as OCI tarballs, no engine needed.
@@ -505,6 +509,10 @@ cert-manager-crds:
 	  dir=$$(go mod download -json github.com/cert-manager/cert-manager@$(CERT_MANAGER_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
 	  test -n "$$dir" && mkdir -p $(DOLPHIN_CERT_MANAGER_CRDS) && cp $$dir/deploy/crds/cert-manager.io_*.yaml $(DOLPHIN_CERT_MANAGER_CRDS)/ && \
 	  echo "cert-manager $(CERT_MANAGER_VERSION) CRDs in $(DOLPHIN_CERT_MANAGER_CRDS)"; fi
+KREW_VERSION := $(call modver,krew,sigs.k8s.io/krew)
+krew: ## krew (as kubectl-krew) and its manifest validator, for the plugin's release test.
+	@$(BUILD_TOOL) kubectl-krew $(KREW_VERSION) $(TOOLS)/krew sigs.k8s.io/krew/cmd/krew -ldflags '-s -w'
+	@$(BUILD_TOOL) validate-krew-manifest $(KREW_VERSION) $(TOOLS)/krew sigs.k8s.io/krew/cmd/validate-krew-manifest -ldflags '-s -w'
 golangci-lint:
 	@$(BUILD_TOOL) golangci-lint $(GOLANGCI_LINT_VERSION) $(TOOLS)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint -ldflags '-s -w'
 chainsaw:

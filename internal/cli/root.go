@@ -1,11 +1,11 @@
 // Package cli is kubectl-dolphin, the kubectl plugin platform teams drive Dolphin's
 // clusters with: status (what the operator reports, and what each instance says over SQL
-// through kubectl exec), switchover, pause, resume and a support report. It talks to the
-// API server only, as the user running it, with kubectl's own connection flags
-// (--kubeconfig, --context, -n, ...).
+// through kubectl exec), switchover, pause, resume, backup, a restored cluster's manifest,
+// a mysql client session and a support report. It talks to the API server only, as the
+// user running it, with kubectl's own connection flags (--kubeconfig, --context, -n, ...).
 //
-// Every request and every wait has a deadline, and every failure ends with an exit code
-// scripts can rely on (exit.go).
+// Every request and every wait has a deadline (but a mysql session, which its user ends),
+// and every failure ends with an exit code scripts can rely on (exit.go).
 package cli
 
 import (
