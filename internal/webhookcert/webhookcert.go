@@ -2,7 +2,9 @@
 // kustomize install (`make deploy`) without cert-manager, the operator issues its own CA and
 // serving certificate, keeps them in a Secret so that every replica and every restart serves
 // the same chain, writes them where the webhook server reads them, and puts the CA into the
-// admission webhook configurations and the CRDs' conversion webhooks.
+// admission webhook configurations and the CRDs' conversion webhooks (pointing those at the
+// operator's own Service, wherever it runs). With Options.External, cert-manager issues the
+// certificate into the Secret the operator mounts, and only the CA is injected.
 //
 // Under OLM this is off: OLM issues the certificate, mounts it and injects its CA itself, and
 // the CSV grants no right to change webhook configurations or CRDs.
