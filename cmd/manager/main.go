@@ -200,8 +200,8 @@ func main() {
 		"webhooks", o.enableWebhooks, "watchNamespaces", o.watchNamespaces)
 
 	var certClient client.Client
-	if o.enableWebhooks && (o.selfIssueCert || o.injectCA) {
-		if certClient, err = selfIssueWebhookCert(ctrl.LoggerInto(ctx, log), &o); err != nil {
+	if o.keepsWebhookCert() {
+		if certClient, err = ensureWebhookCert(ctrl.LoggerInto(ctx, log), &o); err != nil {
 			log.Error(err, "Failed to set up the webhook certificate")
 			os.Exit(1)
 		}
@@ -285,7 +285,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		Discovery: disco, CRDs: storageversion.CRDs, Recorder: mgr.GetEventRecorder(eventSource)}); err != nil {
 		return fmt.Errorf("the storage version migrator: %w", err)
 	}
-	if o.enableWebhooks && (o.selfIssueCert || o.injectCA) {
+	if o.keepsWebhookCert() {
 		if err := mgr.Add(&webhookcert.Rotator{Client: certClient, Options: webhookCertOptions(o), Now: time.Now}); err != nil {
 			return fmt.Errorf("the webhook certificate rotator: %w", err)
 		}
@@ -421,10 +421,14 @@ func webhookCertDir(o options) string {
 	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
 }
 
-// selfIssueWebhookCert runs before the manager so the webhook server starts with a certificate
+// keepsWebhookCert: the operator issues its webhook certificate (--self-issue-webhook-cert)
+// or injects the CA of one mounted for it (--inject-webhook-ca), at start and every hour.
+func (o options) keepsWebhookCert() bool { return o.enableWebhooks && (o.selfIssueCert || o.injectCA) }
+
+// ensureWebhookCert runs before the manager so the webhook server starts with a certificate
 // and the API server already trusts it. It returns the uncached client it used: the rotator
 // reads a handful of named objects once an hour, no reason to watch them all.
-func selfIssueWebhookCert(ctx context.Context, o *options) (client.Client, error) {
+func ensureWebhookCert(ctx context.Context, o *options) (client.Client, error) {
 	o.webhookCertDir = webhookCertDir(*o)
 	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme})
 	if err != nil {

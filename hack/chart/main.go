@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strings"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -112,44 +113,31 @@ func (o object) meta() map[string]any {
 
 func (o object) name() string { s, _ := o.meta()["name"].(string); return s }
 
-// decode splits a multi-document YAML stream into objects.
+// decode splits a multi-document YAML stream into objects (apimachinery's reader, as
+// kubectl's), skipping empty documents.
 func decode(r io.Reader) ([]object, error) {
 	var objs []object
-	var doc bytes.Buffer
-	flush := func() error {
-		defer doc.Reset()
-		if strings.TrimSpace(doc.String()) == "" {
-			return nil
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	for {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("while reading the manifests: %w", err)
 		}
 		o := object{}
-		if err := yaml.Unmarshal(doc.Bytes(), &o); err != nil {
-			return fmt.Errorf("while decoding manifest %d: %w", len(objs)+1, err)
+		if err := yaml.Unmarshal(doc, &o); err != nil {
+			return nil, fmt.Errorf("while decoding manifest %d: %w", len(objs)+1, err)
 		}
-		if o.kind() == "" || o.name() == "" {
-			return fmt.Errorf("manifest %d has no kind or name", len(objs)+1)
-		}
-		objs = append(objs, o)
-		return nil
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if sc.Text() == "---" {
-			if err := flush(); err != nil {
-				return nil, err
-			}
+		if len(o) == 0 {
 			continue
 		}
-		doc.WriteString(sc.Text())
-		doc.WriteByte('\n')
+		if o.kind() == "" || o.name() == "" {
+			return nil, fmt.Errorf("manifest %d has no kind or name", len(objs)+1)
+		}
+		objs = append(objs, o)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("while reading the manifests: %w", err)
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return objs, nil
 }
 
 // render returns every generated file by its path in the chart.

@@ -3,10 +3,10 @@
 // and LICENSE) and the krew manifest (plugins/dolphin.yaml) naming each archive's release
 // download and its SHA-256.
 //
-// Archives are reproducible: the binaries are built with -trimpath, without VCS stamps and
-// with the release's version as their commit, and packed with fixed times and owners, so
-// the same checkout and Go release give the same bytes. The release uploads the archives of
-// the run that wrote the manifest.
+// The binaries are built with -trimpath, without VCS stamps and with the release's version
+// as their commit, and packed with fixed times and owners (packing the same binary twice
+// gives the same bytes: a test). The release uploads the archives of the run that wrote
+// the manifest.
 package main
 
 import (
@@ -212,7 +212,7 @@ func Manifest(version string, sums map[Platform]string) ([]byte, error) {
 // Sums reads the SHA-256 of each platform from a manifest Manifest wrote.
 func Sums(raw []byte) (version string, sums map[Platform]string, err error) {
 	m := plugin{}
-	if err := yaml.UnmarshalStrict([]byte(stripComment(string(raw))), &m); err != nil {
+	if err := yaml.UnmarshalStrict(raw, &m); err != nil {
 		return "", nil, fmt.Errorf("while reading the manifest: %w", err)
 	}
 	sums = map[Platform]string{}
@@ -220,13 +220,4 @@ func Sums(raw []byte) (version string, sums map[Platform]string, err error) {
 		sums[Platform{p.Selector["matchLabels"]["os"], p.Selector["matchLabels"]["arch"]}] = p.SHA256
 	}
 	return strings.TrimPrefix(m.Spec.Version, "v"), sums, nil
-}
-
-func stripComment(s string) string {
-	if strings.HasPrefix(s, "#") {
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			return s[i+1:]
-		}
-	}
-	return s
 }

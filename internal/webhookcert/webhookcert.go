@@ -57,14 +57,13 @@ type Options struct {
 
 // Validate names the first missing option.
 func (o Options) Validate() error {
-	secret := o.SecretName
-	if o.External {
-		secret = "-" // mounted, never read through the API
+	required := map[string]string{"namespace (POD_NAMESPACE)": o.Namespace, "service": o.ServiceName, "cert dir": o.CertDir}
+	if !o.External {
+		required["secret"] = o.SecretName // an external certificate's Secret is mounted, never read
 	}
-	for name, v := range map[string]string{"namespace (POD_NAMESPACE)": o.Namespace, "service": o.ServiceName,
-		"secret": secret, "cert dir": o.CertDir} {
+	for name, v := range required {
 		if v == "" {
-			return fmt.Errorf("self-issued webhook certificates need a %s", name)
+			return fmt.Errorf("the webhook certificate's upkeep needs a %s", name)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dolphin-operator/dolphin/test/ground"
@@ -90,52 +92,27 @@ func Kustomize() ([]*unstructured.Unstructured, error) {
 	return Decode(out)
 }
 
-// Decode splits a multi-document YAML stream into objects, skipping empty documents.
+// Decode splits a multi-document YAML stream into objects (apimachinery's reader, as
+// kubectl's), skipping empty documents.
 func Decode(stream []byte) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
-	var doc bytes.Buffer
-	flush := func() error {
-		defer doc.Reset()
-		if strings.TrimSpace(stripComments(doc.String())) == "" {
-			return nil
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	for {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 		o := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc.Bytes(), &o.Object); err != nil {
-			return fmt.Errorf("while decoding document %d: %w\n%s", len(objs)+1, err, doc.String())
+		if err := yaml.Unmarshal(doc, &o.Object); err != nil {
+			return nil, fmt.Errorf("while decoding document %d: %w\n%s", len(objs)+1, err, doc)
 		}
-		objs = append(objs, o)
-		return nil
-	}
-	sc := bufio.NewScanner(bytes.NewReader(stream))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "---" {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		doc.WriteString(sc.Text())
-		doc.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return objs, nil
-}
-
-func stripComments(doc string) string {
-	var b strings.Builder
-	for line := range strings.SplitSeq(doc, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-			b.WriteString(line)
-			b.WriteByte('\n')
+		if len(o.Object) > 0 {
+			objs = append(objs, o)
 		}
 	}
-	return b.String()
 }
 
 // Find returns the object of that kind and name, or nil.

@@ -77,17 +77,12 @@ func TestDeployWithSelfIssuedWebhookCertificates(t *testing.T) {
 	sample := readSample(t)
 	sample.Namespace = ns.Name
 	require.NoError(t, k8s.Create(ctx, sample))
-	hub := &mysqlv1beta1.MySQLCluster{}
 	took := waitFor(t, 3*time.Minute, "the v1alpha1 sample to be Ready", func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sample), hub); err != nil {
-			return err
-		}
-		if hub.Status.ObservedGeneration != hub.Generation || hub.Status.Phase != mysqlv1beta1.PhaseReady {
-			return fmt.Errorf("phase %s, observed generation %d of %d", hub.Status.Phase, hub.Status.ObservedGeneration, hub.Generation)
-		}
-		return nil
+		return readyCluster(ctx, k8s, client.ObjectKeyFromObject(sample))
 	})
 	t.Logf("v1alpha1 sample Ready after %s", took.Round(10*time.Millisecond))
+	hub := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(sample), hub))
 	require.Equal(t, *sample.Spec.Replicas, *hub.Spec.Instances, "v1alpha1 replicas read as v1beta1 instances")
 	back := &mysqlv1alpha1.MySQLCluster{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(sample), back))

@@ -65,7 +65,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	})
 	chrt, err := loader.Load(chart.Dir())
 	require.NoError(t, err)
-	cfg := helmConfig(t, g)
+	cfg := helmConfig(t, g, helmNS)
 	vals := helmValues(g, 16)
 
 	start := time.Now()
@@ -151,7 +151,7 @@ func reinstallWithCertManager(t *testing.T, g *ground.Ground, k8s client.Client,
 
 	chrt, err := loader.Load(chart.Dir())
 	require.NoError(t, err)
-	cfg := helmConfigIn(t, g, cmNS)
+	cfg := helmConfig(t, g, cmNS)
 	vals := helmValues(g, 16)
 	vals["certManager"] = map[string]any{"enabled": true}
 	install := action.NewInstall(cfg)
@@ -202,12 +202,8 @@ func applyCertManagerCRDs(t *testing.T, g *ground.Ground) {
 }
 
 // helmConfig is the SDK's configuration for the ground's API server, releases kept in
-// Secrets in helmNS (as the helm binary keeps them).
-func helmConfig(t *testing.T, g *ground.Ground) *action.Configuration {
-	return helmConfigIn(t, g, helmNS)
-}
-
-func helmConfigIn(t *testing.T, g *ground.Ground, namespace string) *action.Configuration {
+// Secrets in namespace (as the helm binary keeps them).
+func helmConfig(t *testing.T, g *ground.Ground, namespace string) *action.Configuration {
 	t.Helper()
 	getter := genericclioptions.NewConfigFlags(false)
 	getter.KubeConfig = new(g.Kubeconfig)
@@ -238,6 +234,7 @@ func splitImage(image string) (repo, tag string) {
 	return image[:i], image[i+1:]
 }
 
+// readyCluster is nil once the cluster's phase is Ready for its generation.
 func readyCluster(ctx context.Context, k8s client.Client, key client.ObjectKey) error {
 	c := &mysqlv1beta1.MySQLCluster{}
 	if err := k8s.Get(ctx, key, c); err != nil {
