@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,6 +96,7 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 		Instances:          ro.replicas,
 		ReadyInstances:     ro.ready,
 		CurrentPrimary:     st.topology.CurrentPrimary,
+		FencedInstances:    slices.Clone(st.topology.Fenced),
 		Version:            old.Version,
 		Endpoints: mysqlv1beta1.ClusterEndpoints{
 			Primary:  fmt.Sprintf("%s.%s.svc:%d", resources.PrimaryServiceName(c), c.Namespace, resources.MySQLPort),

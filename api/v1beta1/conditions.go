@@ -85,6 +85,12 @@ const (
 	ReasonNoFailoverCandidate = "NoFailoverCandidate"
 	ReasonSwitchoverBlocked   = "SwitchoverBlocked"
 	ReasonRogueWriterFenced   = "RogueWriterFenced"
+	// ReasonInstanceFenced: an instance is fenced on the user's request (the annotation
+	// mysql.dolphin-operator.io/fenced-instances).
+	ReasonInstanceFenced = "InstanceFenced"
+	// ReasonFailoverRefused: a manual failover (the annotation
+	// mysql.dolphin-operator.io/failover) was refused; the Warning Event says why.
+	ReasonFailoverRefused     = "FailoverRefused"
 	ReasonCloning             = "Cloning"
 	ReasonInstanceUnreachable = "InstanceUnreachable"
 	ReasonConfiguring         = "Configuring"

@@ -459,6 +459,13 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current primary",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	CurrentPrimary string `json:"currentPrimary,omitempty"`
+	// FencedInstances are the instances the operator holds fenced, as the annotation
+	// mysql.dolphin-operator.io/fenced-instances asks: read-only, replication stopped, out of
+	// both Services. One that does not answer is listed too: it is out of the Services, and
+	// fenced before anything else once it answers.
+	// +optional
+	// +listType=set
+	FencedInstances []string `json:"fencedInstances,omitempty"`
 	// Endpoints are the Services clients connect to.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Endpoints"

@@ -588,6 +588,11 @@ func (in *MySQLClusterStatus) DeepCopyInto(out *MySQLClusterStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.FencedInstances != nil {
+		in, out := &in.FencedInstances, &out.FencedInstances
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	out.Endpoints = in.Endpoints
 	if in.Rollout != nil {
 		in, out := &in.Rollout, &out.Rollout

@@ -17,6 +17,10 @@ import (
 func Decide(in Input) Decision {
 	d := decideTopology(in)
 	for _, i := range in.Instances {
+		if in.Fenced[i.Name] {
+			d.Fenced = append(d.Fenced, i.Name)
+			continue // left alone: its certificate and settings are seen to once unfenced
+		}
 		if i.ReloadTLS && i.Reachable && !i.Cloning {
 			d.Actions = append(d.Actions, Action{Kind: ActReloadTLS, Target: i.Name})
 		}
@@ -34,14 +38,23 @@ func decideTopology(in Input) Decision {
 	for i := range in.Instances {
 		byName[in.Instances[i].Name] = &in.Instances[i]
 	}
-	if in.Primary == "" {
-		return bootstrap(in)
-	}
+	var d Decision
 	p := byName[in.Primary]
-	if p == nil || !p.Reachable {
-		return primaryDown(in, p)
+	down := p == nil || !p.Reachable
+	switch {
+	case in.Primary == "":
+		d = bootstrap(in)
+	case down:
+		if in.FailoverRequest == in.Primary && !in.Fenced[in.Primary] {
+			// A manual failover: at once, whatever the spec says; the quorum rule holds.
+			in.FailoverEnabled, in.DetectionDelay = true, 0
+		}
+		d = primaryDown(in, p)
+	default:
+		d = primaryUp(in, p)
 	}
-	return primaryUp(in, p)
+	d.Request, d.RequestNote = judgeRequest(in, down, d)
+	return d
 }
 
 // bootstrap elects the first primary: only once every instance answers (a new cluster's
@@ -51,7 +64,10 @@ func bootstrap(in Input) Decision {
 	d := Decision{Roles: roles(in, resources.RoleNone)}
 	var down []string
 	for _, i := range in.Instances {
-		if !i.Reachable {
+		switch {
+		case in.Fenced[i.Name]:
+			down = append(down, i.Name+" (fenced)")
+		case !i.Reachable:
 			down = append(down, i.Name+" ("+i.Error+")")
 		}
 	}
@@ -111,6 +127,13 @@ func backlog(i *Instance) int64 { return i.has().Subtract(i.Executed).Count() }
 func primaryDown(in Input, p *Instance) Decision {
 	d := Decision{Roles: roles(in, resources.RoleNone)}
 	name := in.Primary
+	if in.Fenced[name] {
+		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonInstanceFenced, name
+		d.Message = fmt.Sprintf("primary %s is fenced and does not answer (%s); no failover while it is fenced", name, orUnknown(errorOf(p)))
+		d.RequeueAfter = 5 * time.Second
+		markReplicas(in, &d, name)
+		return d
+	}
 	if p != nil && !in.FailoverEnabled {
 		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonFailoverDisabled, name
 		d.Message = fmt.Sprintf("primary %s is unreachable (%s) and automatic failover is disabled", name, p.Error)
@@ -212,6 +235,8 @@ func candidates(in Input, primary string) ([]Instance, []string) {
 	for _, i := range in.Instances {
 		switch {
 		case i.Name == primary:
+		case in.Fenced[i.Name]:
+			unfit = append(unfit, i.Name+" fenced")
 		case !i.Reachable:
 			unfit = append(unfit, fmt.Sprintf("%s unreachable: %s", i.Name, orUnknown(string(i.Fault))))
 		case i.Writable:
@@ -248,7 +273,7 @@ func orUnknown(s string) string {
 // primary is only briefly away.
 func markReplicas(in Input, d *Decision, primary string) {
 	for _, i := range in.Instances {
-		if i.Name != primary && i.Reachable && i.Source == primary && i.SQLRunning && !i.Writable {
+		if i.Name != primary && i.Reachable && i.Source == primary && i.SQLRunning && !i.Writable && !in.Fenced[i.Name] {
 			d.Roles[i.Name] = resources.RoleReplica
 		}
 	}
@@ -257,9 +282,19 @@ func markReplicas(in Input, d *Decision, primary string) {
 // primaryUp handles a reachable recorded primary: fence anyone else writable, finish a
 // promotion or a switchover, then make every replica replicate from it.
 func primaryUp(in Input, p *Instance) Decision {
+	if in.Fenced[p.Name] {
+		return fencedPrimary(in, p)
+	}
 	d := Decision{Primary: p.Name, Roles: roles(in, resources.RoleNone), State: StateHealthy, Reason: mysqlv1beta1.ReasonReplicationHealthy}
 	var notes []string
 	for _, i := range in.Instances {
+		if in.Fenced[i.Name] {
+			// Before anything else, as a rogue writer is: the fence is why it is listed.
+			if a, ok := isolateFenced(i); ok {
+				d.Actions = append(d.Actions, a)
+			}
+			continue
+		}
 		if i.Name != p.Name && i.Reachable && i.Writable {
 			d.Actions = append(d.Actions, Action{Kind: ActFence, Target: i.Name})
 			d.State, d.Reason = StateDegraded, mysqlv1beta1.ReasonRogueWriterFenced
@@ -349,7 +384,7 @@ func successor(in Input, p *Instance) string {
 	best, first, lag := "", "", int64(-1)
 	for k := range in.Instances {
 		i := &in.Instances[k]
-		if mustGo(i.Name) || i.Name == p.Name {
+		if mustGo(i.Name) || i.Name == p.Name || in.Fenced[i.Name] {
 			continue
 		}
 		if first == "" {
@@ -388,6 +423,8 @@ func switchover(in Input, p *Instance, d *Decision) ([]Action, bool) {
 	switch {
 	case t == nil:
 		return blocked("no such instance")
+	case in.Fenced[t.Name]:
+		return blocked("it is fenced")
 	case !t.Reachable:
 		return blocked("it is unreachable")
 	case !t.errantAgainst(p).IsEmpty():
@@ -407,7 +444,7 @@ func switchover(in Input, p *Instance, d *Decision) ([]Action, bool) {
 	for k := range in.Instances {
 		i := &in.Instances[k]
 		if i.Name != t.Name && i.Name != p.Name && i.Reachable && !i.Writable && i.replicating(p.Name) &&
-			i.errantAgainst(p).IsEmpty() {
+			i.errantAgainst(p).IsEmpty() && !in.Fenced[i.Name] {
 			acts = append(acts, Action{Kind: ActConfigureReplica, Target: i.Name, From: t.Name})
 		}
 	}
@@ -425,6 +462,10 @@ func replicas(in Input, p *Instance, d *Decision) []string {
 	}
 	for _, r := range in.Instances {
 		if r.Name == p.Name {
+			continue
+		}
+		if in.Fenced[r.Name] {
+			degrade(mysqlv1beta1.ReasonInstanceFenced, fencedNote(r))
 			continue
 		}
 		if !r.Reachable {

@@ -331,33 +331,37 @@ func TestDecide(t *testing.T) {
 			want{state: StateDegraded, primary: "db-1", actions: []Action{{Kind: ActConfigureReplica, Target: "db-2", From: "db-1"}}}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(tc.in)
-			w := tc.want
-			if w.state != "" {
-				require.Equal(t, w.state, d.State, d.Message)
-			}
-			if w.reason != "" {
-				require.Equal(t, w.reason, d.Reason, d.Message)
-			}
-			if w.primary != "" {
-				require.Equal(t, w.primary, d.Primary)
-			}
-			if w.actions != nil {
-				require.Equal(t, actionStrings(w.actions), actionStrings(d.Actions))
-			}
-			require.Equal(t, w.healthy, d.Healthy, d.Message)
-			if w.roles != nil {
-				require.Equal(t, w.roles, d.Roles)
-			}
-			require.Contains(t, d.Message, w.message)
-			if w.caughtUp != nil {
-				require.Equal(t, w.caughtUp, append([]string{}, d.CaughtUp...))
-			}
-			requireInvariants(t, tc.in, d)
-		})
+		t.Run(tc.name, func(t *testing.T) { requireDecision(t, tc.in, tc.want) })
 	}
 	require.GreaterOrEqual(t, len(cases), 40)
+}
+
+// requireDecision decides on in and checks the decision against w (and the invariants).
+func requireDecision(t *testing.T, in Input, w want) Decision {
+	t.Helper()
+	d := Decide(in)
+	if w.state != "" {
+		require.Equal(t, w.state, d.State, d.Message)
+	}
+	if w.reason != "" {
+		require.Equal(t, w.reason, d.Reason, d.Message)
+	}
+	if w.primary != "" {
+		require.Equal(t, w.primary, d.Primary)
+	}
+	if w.actions != nil {
+		require.Equal(t, actionStrings(w.actions), actionStrings(d.Actions))
+	}
+	require.Equal(t, w.healthy, d.Healthy, d.Message)
+	if w.roles != nil {
+		require.Equal(t, w.roles, d.Roles)
+	}
+	require.Contains(t, d.Message, w.message)
+	if w.caughtUp != nil {
+		require.Equal(t, w.caughtUp, append([]string{}, d.CaughtUp...))
+	}
+	requireInvariants(t, in, d)
+	return d
 }
 
 // requireInvariants checks what every decision must keep, whatever the input.
@@ -385,6 +389,15 @@ func requireInvariants(t *testing.T, in Input, d Decision) {
 		}
 		if a.Kind == ActConfigureReplica || a.Kind == ActClone {
 			require.NotEqual(t, a.Target, a.From)
+		}
+		if in.Fenced[a.Target] {
+			require.Contains(t, []ActionKind{ActIsolate, ActFence}, a.Kind, "a fenced instance is only ever fenced")
+		}
+		require.False(t, in.Fenced[a.From], "no failover, switchover, clone or replication from a fenced instance is set up")
+	}
+	for name, r := range d.Roles {
+		if in.Fenced[name] {
+			require.Equal(t, resources.RoleNone, r, "a fenced instance is in neither Service")
 		}
 	}
 }

@@ -143,6 +143,8 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 		SemiSync:        semiSync(c),
 		AckCount:        ackCount(cl),
 		Reclone:         recloneAllowed(c),
+		Fenced:          fenced(c),
+		FailoverRequest: strings.TrimSpace(c.Annotations[mysqlv1beta1.AnnotationFailover]),
 		FailedPrimary:   cl.failedPrimary,
 		Leaving:         cl.leaving,
 		HandOver:        cl.handOver}
@@ -421,6 +423,14 @@ func losslessSemiSync(c *mysqlv1beta1.MySQLCluster) bool {
 func recloneAllowed(c *mysqlv1beta1.MySQLCluster) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range splitList(c.Annotations[AnnotationReclone]) {
+		out[n] = true
+	}
+	return out
+}
+
+func fenced(c *mysqlv1beta1.MySQLCluster) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range c.FencedInstances() {
 		out[n] = true
 	}
 	return out

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -222,6 +224,48 @@ func (m *Manager) carryOut(ctx context.Context, cl *cluster, in Input, d Decisio
 		return err
 	}
 	m.announce(cl, in, d)
+	return m.answerRequest(ctx, cl, d)
+}
+
+// answerRequest withdraws a manual failover request the decision did or refused, and says
+// so in an Event (kubectl dolphin failover prints its note). The annotation is removed only
+// while it still names the same primary, so that a request made since is not lost.
+func (m *Manager) answerRequest(ctx context.Context, cl *cluster, d Decision) error {
+	if d.Request != RequestDone && d.Request != RequestRefused {
+		return nil
+	}
+	c := cl.obj
+	value := c.Annotations[mysqlv1beta1.AnnotationFailover]
+	key := strings.ReplaceAll(strings.ReplaceAll(mysqlv1beta1.AnnotationFailover, "~", "~0"), "/", "~1")
+	ops, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/annotations/" + key, "value": value},
+		{"op": "remove", "path": "/metadata/annotations/" + key}})
+	if err != nil {
+		return fmt.Errorf("while withdrawing the failover request: %w", err)
+	}
+	target := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name}}
+	err = m.Client.Patch(ctx, target, client.RawPatch(types.JSONPatchType, ops))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
+		// The test failed: the annotation changed or went since this pass read it; the
+		// next pass judges what it holds now.
+		return nil
+	case err != nil:
+		return fmt.Errorf("while withdrawing the failover request: %w", err)
+	}
+	logf.FromContext(ctx).Info("Manual failover request answered", "primary", value, "outcome", d.Request, "note", d.RequestNote)
+	if m.Recorder == nil {
+		return nil
+	}
+	if d.Request == RequestDone {
+		m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, mysqlv1beta1.ReasonFailover, "ManualFailover",
+			"Manual failover from %s: %s", value, d.RequestNote)
+	} else {
+		m.Recorder.Eventf(c, nil, corev1.EventTypeWarning, mysqlv1beta1.ReasonFailoverRefused, "ManualFailover",
+			"Manual failover from %s refused: %s", value, d.RequestNote)
+	}
 	return nil
 }
 

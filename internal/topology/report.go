@@ -22,6 +22,8 @@ type Report struct {
 	// CaughtUp are the replicas that replicate from the primary and lack at most
 	// CaughtUpSlack of its transactions (the roll waits for each restarted one).
 	CaughtUp []string
+	// Fenced are the instances held fenced on the user's request, in index order.
+	Fenced []string
 	// Reason (from the api's catalogue) and Message explain the state.
 	Reason, Message string
 	// Observed is when the pass that made the report ended (zero: none has yet).
@@ -31,10 +33,10 @@ type Report struct {
 // same reports whether two reports say the same, whenever they were made.
 func (r Report) same(o Report) bool {
 	r.Observed, o.Observed = time.Time{}, time.Time{}
-	if !slices.Equal(r.CaughtUp, o.CaughtUp) {
+	if !slices.Equal(r.CaughtUp, o.CaughtUp) || !slices.Equal(r.Fenced, o.Fenced) {
 		return false
 	}
-	r.CaughtUp, o.CaughtUp = nil, nil
+	r.CaughtUp, o.CaughtUp, r.Fenced, o.Fenced = nil, nil, nil, nil
 	return reflect.DeepEqual(r, o)
 }
 
@@ -46,7 +48,7 @@ func NotManaged() Report {
 
 // report turns a decision into what the status shows.
 func report(d Decision) Report {
-	r := Report{Managed: true, Healthy: d.Healthy, CaughtUp: d.CaughtUp, Reason: d.Reason, Message: d.Message}
+	r := Report{Managed: true, Healthy: d.Healthy, CaughtUp: d.CaughtUp, Fenced: d.Fenced, Reason: d.Reason, Message: d.Message}
 	if d.Roles[d.Primary] == resources.RolePrimary && d.State != StateLost {
 		r.CurrentPrimary = d.Primary
 	}

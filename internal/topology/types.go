@@ -118,6 +118,13 @@ type Input struct {
 	// no longer primary (the pod annotation mysql.dolphin-operator.io/hand-over): a primary
 	// among them switches over to an instance that is not, as a leaving one does.
 	HandOver map[string]bool
+	// Fenced are the instances the user asked to fence (the annotation
+	// mysql.dolphin-operator.io/fenced-instances): read-only, replication stopped, out of
+	// both Services, otherwise left alone and never promoted.
+	Fenced map[string]bool
+	// FailoverRequest is the primary a manual failover is asked to replace (the annotation
+	// mysql.dolphin-operator.io/failover), "" when none is asked for.
+	FailoverRequest string
 }
 
 // CaughtUpSlack is how many of the primary's transactions a replica may lack and still count
@@ -141,6 +148,21 @@ const (
 	StateFailoverBlocked    State = "FailoverBlocked"
 	StateCloning            State = "Cloning"
 	StateLost               State = "Lost"
+	// StateFenced: the primary is fenced on the user's request and nobody takes writes.
+	StateFenced State = "Fenced"
+)
+
+// RequestOutcome is what a pass made of a manual failover request.
+type RequestOutcome string
+
+// Outcomes of a manual failover request ("" when there is none).
+const (
+	// RequestCarriedOn: the failover runs; the request stays until it is done.
+	RequestCarriedOn RequestOutcome = "CarriedOn"
+	// RequestDone: the failover's promotion is decided (or was carried out already).
+	RequestDone RequestOutcome = "Done"
+	// RequestRefused: the failover may not run (the note says why).
+	RequestRefused RequestOutcome = "Refused"
 )
 
 // ActionKind names one step of act.
@@ -214,4 +236,10 @@ type Decision struct {
 	Reason, Message string
 	// RequeueAfter asks for the next pass sooner than the resync period.
 	RequeueAfter time.Duration
+	// Fenced are the instances held fenced, in index order.
+	Fenced []string
+	// Request is what becomes of Input.FailoverRequest, and RequestNote why: a request
+	// done or refused is withdrawn once the pass's actions are carried out.
+	Request     RequestOutcome
+	RequestNote string
 }

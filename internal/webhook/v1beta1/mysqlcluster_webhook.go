@@ -55,7 +55,7 @@ type MySQLClusterValidator struct {
 
 // ValidateCreate implements admission.Validator.
 func (v *MySQLClusterValidator) ValidateCreate(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
-	errs := c.Validate()
+	errs := append(c.Validate(), c.ValidateAnnotations()...)
 	warnings, err := v.recoveryWindow(ctx, c)
 	if err != nil {
 		errs = append(errs, err)
@@ -113,7 +113,7 @@ func (v *MySQLClusterValidator) ValidateUpdate(_ context.Context, old, c *mysqlv
 	if c.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	errs := c.ValidateChange(old)
+	errs := append(c.ValidateChange(old), c.ValidateAnnotations()...)
 	// Only a change of the release the spec resolves to is checked: a spec that already
 	// resolved older (an operator rolled back to an older image) must still take unrelated
 	// changes, such as the pin that fixes it.

@@ -1,0 +1,70 @@
+package v1beta1
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Annotations of a MySQLCluster by which a user asks the operator for an operation that is
+// not a desired state (kubectl dolphin sets them).
+const (
+	// AnnotationFencedInstances lists (comma-separated) the instances to fence: each is made
+	// read-only (super_read_only) with its replication stopped and its client sessions
+	// ended once, is taken out of both Services, and is left alone otherwise (no clone, no
+	// reconfiguration, never promoted) until it is removed from the list. A fenced primary
+	// refuses writes and is not failed over from. Its mysqld keeps running, for inspection.
+	AnnotationFencedInstances = "mysql.dolphin-operator.io/fenced-instances"
+	// AnnotationFailover names the primary a manual failover is to replace: the operator
+	// fails over from it at once (without waiting out the detection delay, and whether or
+	// not spec.replication.failover.enabled) if it does not answer and the quorum rule
+	// proves no acknowledged write is lost; otherwise it refuses. Either way it removes the
+	// annotation and says what it did in an Event (Failover or FailoverRefused).
+	AnnotationFailover = "mysql.dolphin-operator.io/failover"
+)
+
+// FencedInstances is the list AnnotationFencedInstances holds, in its order, without
+// blanks or repeats.
+func (c *MySQLCluster) FencedInstances() []string {
+	var out []string
+	for f := range strings.SplitSeq(c.Annotations[AnnotationFencedInstances], ",") {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ValidateAnnotations checks that the operation annotations name instances of the cluster.
+// Only the webhook runs it: a cluster stored with a bad one is still reconciled (the
+// topology manager ignores names that are not instances).
+func (c *MySQLCluster) ValidateAnnotations() field.ErrorList {
+	p := field.NewPath("metadata", "annotations")
+	var errs field.ErrorList
+	for _, name := range c.FencedInstances() {
+		if why := c.notAnInstance(name); why != "" {
+			errs = append(errs, field.Invalid(p.Key(AnnotationFencedInstances), c.Annotations[AnnotationFencedInstances],
+				fmt.Sprintf("%q %s", name, why)))
+		}
+	}
+	if v, ok := c.Annotations[AnnotationFailover]; ok {
+		if why := c.notAnInstance(v); why != "" {
+			errs = append(errs, field.Invalid(p.Key(AnnotationFailover), v, "must name the primary to replace: "+why))
+		}
+	}
+	return errs
+}
+
+// notAnInstance says why name is not one of the cluster's instances ("" when it is).
+func (c *MySQLCluster) notAnInstance(name string) string {
+	n := 0
+	if c.Spec.Instances != nil {
+		n = int(*c.Spec.Instances)
+	}
+	if i, ok := c.InstanceOrdinal(name); !ok || i >= n {
+		return fmt.Sprintf("is not an instance of this cluster (%s-0 to %s-%d)", c.Name, c.Name, n-1)
+	}
+	return ""
+}
