@@ -2,7 +2,6 @@ package topology
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -236,23 +234,18 @@ func (m *Manager) answerRequest(ctx context.Context, cl *cluster, d Decision) er
 	}
 	c := cl.obj
 	value := c.Annotations[mysqlv1beta1.AnnotationFailover]
-	key := strings.ReplaceAll(strings.ReplaceAll(mysqlv1beta1.AnnotationFailover, "~", "~0"), "/", "~1")
-	ops, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/annotations/" + key, "value": value},
-		{"op": "remove", "path": "/metadata/annotations/" + key}})
-	if err != nil {
-		return fmt.Errorf("while withdrawing the failover request: %w", err)
+	now := &mysqlv1beta1.MySQLCluster{}
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(c), now); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("while withdrawing the failover request: %w", err))
 	}
-	target := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name}}
-	err = m.Client.Patch(ctx, target, client.RawPatch(types.JSONPatchType, ops))
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-		// The test failed: the annotation changed or went since this pass read it; the
-		// next pass judges what it holds now.
-		return nil
-	case err != nil:
+	if now.Annotations[mysqlv1beta1.AnnotationFailover] != value {
+		return nil // changed since this pass read it: the next pass judges what it holds now
+	}
+	patch := client.MergeFromWithOptions(now.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	delete(now.Annotations, mysqlv1beta1.AnnotationFailover)
+	if err := m.Client.Patch(ctx, now, patch); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // as above
+	} else if err != nil {
 		return fmt.Errorf("while withdrawing the failover request: %w", err)
 	}
 	logf.FromContext(ctx).Info("Manual failover request answered", "primary", value, "outcome", d.Request, "note", d.RequestNote)

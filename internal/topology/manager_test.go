@@ -737,3 +737,67 @@ func TestManagerLooksAtAClusterWithNoInstanceAnsweringLessOften(t *testing.T) {
 	_, after, _ = w.m.pass(context.Background(), w.c)
 	require.LessOrEqual(t, after, PollInterval)
 }
+
+// requestFailover sets the manual failover annotation on the stored cluster and on the
+// copy passes read, as the reconciler hands it over.
+func (w *world) requestFailover(t *testing.T, value string) {
+	t.Helper()
+	stored := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKeyFromObject(w.c), stored))
+	stored.Annotations = map[string]string{mysqlv1beta1.AnnotationFailover: value}
+	require.NoError(t, w.m.Client.Update(context.Background(), stored))
+	w.c = stored.DeepCopy()
+}
+
+func (w *world) storedAnnotations(t *testing.T) map[string]string {
+	t.Helper()
+	stored := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKeyFromObject(w.c), stored))
+	return stored.Annotations
+}
+
+func TestManagerAnswersAManualFailoverRequestAndWithdrawsIt(t *testing.T) {
+	w := newWorld(t)
+	rec := events.NewFakeRecorder(20)
+	w.m.Recorder = rec
+	f := false
+	w.c.Spec.Replication.Failover.Enabled = &f // only the request may fail over
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+	<-rec.Events // the bootstrap's
+
+	// The primary answers: refused, withdrawn, told in a Warning Event.
+	w.requestFailover(t, "db-0")
+	w.pass(t)
+	require.NotContains(t, w.storedAnnotations(t), mysqlv1beta1.AnnotationFailover)
+	require.Equal(t, "Warning FailoverRefused Manual failover from db-0 refused: primary db-0 answers: a failover replaces "+
+		"a primary that does not (a switchover, spec.primary, moves a healthy one without losing a write)", <-rec.Events)
+
+	// A request the user changed since the pass read it is left for the next pass.
+	w.requestFailover(t, "db-1")
+	w.c.Annotations[mysqlv1beta1.AnnotationFailover] = "db-0"
+	w.pass(t)
+	require.Equal(t, "db-1", w.storedAnnotations(t)[mysqlv1beta1.AnnotationFailover])
+	require.Empty(t, rec.Events)
+
+	// The primary is lost: the request fails over at once, and is withdrawn once the
+	// promotion is done.
+	w.requestFailover(t, "db-0")
+	w.instances["db-0"].down = true
+	d := w.pass(t)
+	require.Equal(t, mysqlv1beta1.ReasonFailover, d.Reason, d.Message)
+	require.ElementsMatch(t, []string{"db-1 StopReplication all=false", "db-2 StopReplication all=false"}, w.log)
+	require.Equal(t, "db-0", w.storedAnnotations(t)[mysqlv1beta1.AnnotationFailover], "kept while the failover runs")
+	for _, n := range []string{"db-1", "db-2"} {
+		w.instances[n].status.Replica.IORunning = false
+	}
+	w.pass(t)
+	require.Equal(t, "db-1", w.holder(t))
+	require.NotContains(t, w.storedAnnotations(t), mysqlv1beta1.AnnotationFailover)
+	var told []string
+	for len(rec.Events) > 0 {
+		told = append(told, <-rec.Events)
+	}
+	require.Contains(t, told, "Normal Failover Manual failover from db-0: failover from db-0: primary db-0 lost: promoting db-1 (5 transactions)")
+}

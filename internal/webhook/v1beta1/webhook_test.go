@@ -129,3 +129,32 @@ func TestUnpinningAReleaseThatWouldRunAnOlderOneIsRefused(t *testing.T) {
 		t.Errorf("a change that keeps the release was refused: %v", err)
 	}
 }
+
+func TestOperationAnnotationsMustNameInstances(t *testing.T) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	c.Spec.Instances = new(int32(3))
+	c.Default()
+	fenced := c.DeepCopy()
+	fenced.Annotations = map[string]string{mysqlv1beta1.AnnotationFencedInstances: "db-2, db-1,db-2", mysqlv1beta1.AnnotationFailover: "db-0"}
+	if _, err := (&MySQLClusterValidator{}).ValidateUpdate(t.Context(), c, fenced); err != nil {
+		t.Fatalf("instances of the cluster must be accepted: %v", err)
+	}
+	if got := fenced.FencedInstances(); strings.Join(got, " ") != "db-2 db-1" {
+		t.Errorf("FencedInstances = %q, want db-2 then db-1 once each", got)
+	}
+	bad := c.DeepCopy()
+	bad.Annotations = map[string]string{mysqlv1beta1.AnnotationFencedInstances: "db-1,db-3", mysqlv1beta1.AnnotationFailover: "other-0"}
+	_, err := (&MySQLClusterValidator{}).ValidateUpdate(t.Context(), c, bad)
+	for _, want := range []string{`metadata.annotations[mysql.dolphin-operator.io/fenced-instances]: Invalid value: "db-1,db-3": "db-3" is not an instance of this cluster (db-0 to db-2)`,
+		`metadata.annotations[mysql.dolphin-operator.io/failover]: Invalid value: "other-0": must name the primary to replace`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %s, got %v", want, err)
+		}
+	}
+	// A scale-down that would leave a fenced instance behind is refused until it is unfenced.
+	smaller := fenced.DeepCopy()
+	smaller.Spec.Instances = new(int32(2))
+	if _, err := (&MySQLClusterValidator{}).ValidateCreate(t.Context(), smaller); err == nil || !strings.Contains(err.Error(), `"db-2" is not an instance`) {
+		t.Errorf("a fenced instance beyond spec.instances must be refused, got %v", err)
+	}
+}
