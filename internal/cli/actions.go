@@ -116,28 +116,13 @@ func (o *options) switchover(ctx context.Context, name, to string, timeout time.
 // switchoverEvent is the note of the operator's Switchover Event that made to primary
 // after start (it says how long writes were refused); empty when there is none.
 func (o *options) switchoverEvent(ctx context.Context, c *mysqlv1beta1.MySQLCluster, to string, start time.Time) (string, error) {
-	list := &corev1.EventList{}
-	if err := o.client.List(ctx, list, client.InNamespace(c.Namespace),
-		client.MatchingFields{"involvedObject.name": c.Name}); err != nil {
-		return "", apiError("list", "events", c.Namespace, "", err)
+	e, err := o.newestEvent(ctx, c, start, func(e *corev1.Event) bool {
+		return e.Reason == mysqlv1beta1.ReasonSwitchover && strings.HasPrefix(e.Message, to+" is the primary")
+	})
+	if e == nil || err != nil {
+		return "", err
 	}
-	// Clocks differ a little between this machine and the operator's.
-	since := start.Add(-5 * time.Second)
-	var newest *corev1.Event
-	for i := range list.Items {
-		e := &list.Items[i]
-		if e.InvolvedObject.Kind != "MySQLCluster" || e.InvolvedObject.UID != c.UID ||
-			e.Reason != mysqlv1beta1.ReasonSwitchover || !strings.HasPrefix(e.Message, to+" is the primary") {
-			continue
-		}
-		if t := eventTime(e); t.After(since) && (newest == nil || t.After(eventTime(newest))) {
-			newest = e
-		}
-	}
-	if newest == nil {
-		return "", nil
-	}
-	return newest.Message, nil
+	return e.Message, nil
 }
 
 func eventTime(e *corev1.Event) time.Time {

@@ -1,7 +1,7 @@
 // Package cli is kubectl-dolphin, the kubectl plugin platform teams drive Dolphin's
 // clusters with: status (what the operator reports, and what each instance says over SQL
-// through kubectl exec), switchover, pause, resume, backup, a restored cluster's manifest,
-// a mysql client session and a support report. It talks to the API server only, as the
+// through kubectl exec), switchover, a manual failover, fence and unfence, pause, resume,
+// backup, a restored cluster's manifest, a mysql client session and a support report. It talks to the API server only, as the
 // user running it, with kubectl's own connection flags (--kubeconfig, --context, -n, ...).
 //
 // Every request and every wait has a deadline (but a mysql session, which its user ends),
@@ -88,7 +88,7 @@ func isTerminal(w io.Writer) bool {
 func newRootCommand(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-dolphin",
-		Short: "Drive Dolphin's MySQL clusters: status, switchover, pause, resume, backup, restore, mysql, report",
+		Short: "Drive Dolphin's MySQL clusters: status, switchover, failover, fence, pause, backup, restore, mysql, report",
 		Long: "kubectl dolphin shows and drives the MySQLClusters of the Dolphin operator.\n\n" +
 			"Exit codes: 0 done, 1 failed, 2 usage, 3 not found, 4 refused by RBAC,\n" +
 			"5 timed out waiting for the operator, 6 refused by the cluster's state.",
@@ -103,6 +103,7 @@ func newRootCommand(o *options) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%w", err) })
 	o.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newStatusCommand(o), newSwitchoverCommand(o), newPauseCommand(o, true), newPauseCommand(o, false),
+		newFenceCommand(o, true), newFenceCommand(o, false), newFailoverCommand(o),
 		newBackupCommand(o), newRestoreCommand(o), newMySQLCommand(o), newReportCommand(o), newVersionCommand(o))
 	return root
 }

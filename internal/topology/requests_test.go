@@ -21,7 +21,10 @@ func withFenced(in Input, names ...string) Input {
 func withRequest(in Input, primary string) Input { in.FailoverRequest = primary; return in }
 
 // isolated is a replica the fence has stopped: read-only, no replication thread running.
-func isolated(i Instance) Instance { i.IORunning, i.SQLRunning, i.IOConnecting = false, false, false; return i }
+func isolated(i Instance) Instance {
+	i.IORunning, i.SQLRunning, i.IOConnecting = false, false, false
+	return i
+}
 
 func roleMap(kv ...string) map[string]resources.Role {
 	out := map[string]resources.Role{}

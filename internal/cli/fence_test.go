@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+)
+
+// fencingOperator answers the fenced-instances annotation as the operator's status would:
+// it lists what the annotation lists, and the cluster is Ready when nothing is fenced.
+func fencingOperator(t *testing.T) *interceptor.Funcs {
+	return &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if err := c.Get(ctx, key, obj, opts...); err != nil {
+			return err
+		}
+		cl, ok := obj.(*mysqlv1beta1.MySQLCluster)
+		if !ok || strings.Join(cl.Status.FencedInstances, ",") == strings.Join(cl.FencedInstances(), ",") {
+			return nil
+		}
+		cl.Status.FencedInstances = cl.FencedInstances()
+		ready := metav1.ConditionTrue
+		if len(cl.Status.FencedInstances) > 0 {
+			ready = metav1.ConditionFalse
+		}
+		cl.Status.Conditions[0] = metav1.Condition{Type: mysqlv1beta1.ConditionReady, Status: ready, Reason: "Test", Message: "as fenced"}
+		require.NoError(t, c.Status().Update(ctx, cl))
+		return c.Get(ctx, key, obj, opts...)
+	}}
+}
+
+func (h *harness) cluster(t *testing.T) *mysqlv1beta1.MySQLCluster {
+	t.Helper()
+	c := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, h.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db"}, c))
+	return c
+}
+
+func TestFenceAndUnfenceWaitForTheOperator(t *testing.T) {
+	objs, sql := degradedWorld()
+	h := newHarness(t, sql, fencingOperator(t), objs...)
+	h.o.now = ticking()
+	require.Equal(t, ExitOK, h.run("fence", "db", "db-2"), h.err.String())
+	require.Equal(t, "db-2", h.cluster(t).Annotations[mysqlv1beta1.AnnotationFencedInstances])
+	require.Contains(t, h.out.String(), "db-2 is fenced: read-only, replication stopped, out of both Services")
+	require.Contains(t, h.out.String(), "kubectl dolphin mysql db --instance db-2 reaches it; kubectl dolphin unfence db db-2 returns it.")
+
+	h.out.Reset()
+	require.Equal(t, ExitOK, h.run("fence", "db", "db-2"), "fencing twice is fencing once: %s", h.err.String())
+	require.Equal(t, "db-2", h.cluster(t).Annotations[mysqlv1beta1.AnnotationFencedInstances])
+
+	h.out.Reset()
+	require.Equal(t, ExitOK, h.run("unfence", "db", "db-2"), h.err.String())
+	require.NotContains(t, h.cluster(t).Annotations, mysqlv1beta1.AnnotationFencedInstances)
+	require.Contains(t, h.out.String(), "db-2 is back in service and ns/db is Ready")
+}
+
+func TestFenceRefusesToStopWritesWithoutForce(t *testing.T) {
+	objs, sql := degradedWorld()
+	h := newHarness(t, sql, fencingOperator(t), objs...)
+	h.o.now = ticking()
+	require.Equal(t, ExitRefused, h.run("fence", "db", "db-0"))
+	require.Contains(t, h.err.String(), "db-0 is the primary of db: fenced, it refuses every write until it is unfenced")
+
+	require.Equal(t, ExitOK, h.run("fence", "db", "db-2"), h.err.String())
+	h.err.Reset()
+	require.Equal(t, ExitRefused, h.run("fence", "db", "db-1"))
+	require.Contains(t, h.err.String(), "with db-1 fenced, 0 replica(s) of db would acknowledge commits and "+
+		"spec.replication.semiSync.waitForReplicaCount is 1")
+	require.Equal(t, "db-2", h.cluster(t).Annotations[mysqlv1beta1.AnnotationFencedInstances], "nothing changed")
+
+	require.Equal(t, ExitOK, h.run("fence", "db", "db-1", "--force"), h.err.String())
+	require.Equal(t, "db-2,db-1", h.cluster(t).Annotations[mysqlv1beta1.AnnotationFencedInstances])
+}
+
+func TestFenceErrors(t *testing.T) {
+	objs, sql := degradedWorld()
+	h := newHarness(t, sql, nil, objs...)
+	h.o.now = ticking()
+	require.Equal(t, ExitNotFound, h.run("fence", "db", "db-3"))
+	require.Contains(t, h.err.String(), `"db-3" is not an instance of db (it has db-0 to db-2)`)
+	require.Equal(t, ExitUsage, h.run("fence", "db"))
+	require.Equal(t, ExitTimeout, h.run("fence", "db", "db-2", "--timeout", "50ms"), "no operator lists it")
+	require.Contains(t, h.err.String(), "is the operator running?")
+}
+
+// failoverOperator answers a failover request once it has been read reads times: with the
+// outcome's Event, withdrawing it.
+func failoverOperator(t *testing.T, refuse bool) *interceptor.Funcs {
+	n := 0
+	return &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if err := c.Get(ctx, key, obj, opts...); err != nil {
+			return err
+		}
+		cl, ok := obj.(*mysqlv1beta1.MySQLCluster)
+		if !ok || cl.Annotations[mysqlv1beta1.AnnotationFailover] == "" {
+			return nil
+		}
+		if n++; n < 3 {
+			return nil
+		}
+		e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db.answer"},
+			InvolvedObject: corev1.ObjectReference{Kind: "MySQLCluster", Namespace: "ns", Name: "db", UID: cl.UID},
+			Action:         manualFailoverAction, Type: corev1.EventTypeNormal, Reason: mysqlv1beta1.ReasonFailover,
+			EventTime: metav1.NewMicroTime(base.Add(time.Second)),
+			Message:   "Manual failover from db-0: failover from db-0: primary db-0 lost: promoting db-1 (42 transactions)"}
+		if refuse {
+			e.Type, e.Reason = corev1.EventTypeWarning, mysqlv1beta1.ReasonFailoverRefused
+			e.Message = "Manual failover from db-0 refused: primary db-0 answers: a failover replaces a primary that does not"
+		}
+		require.NoError(t, c.Create(ctx, e))
+		delete(cl.Annotations, mysqlv1beta1.AnnotationFailover)
+		require.NoError(t, c.Update(ctx, cl))
+		return c.Get(ctx, key, obj, opts...)
+	}}
+}
+
+func withLease(objs []client.Object, holder string) []client.Object {
+	return append(objs, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-primary"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}})
+}
+
+func TestFailoverAsksTheOperatorAndPrintsItsAnswer(t *testing.T) {
+	objs, sql := degradedWorld()
+	h := newHarness(t, sql, failoverOperator(t, false), withLease(objs, "db-0")...)
+	h.o.now = ticking()
+	require.Equal(t, ExitOK, h.run("failover", "db", "--force"), h.err.String())
+	require.Contains(t, h.out.String(), "Failover of ns/db from primary db-0 asked for (annotation mysql.dolphin-operator.io/failover).")
+	require.Contains(t, h.out.String(), "The operator reports: Manual failover from db-0: failover from db-0: primary db-0 lost: promoting db-1")
+
+	objs, sql = degradedWorld()
+	h = newHarness(t, sql, failoverOperator(t, true), withLease(objs, "db-0")...)
+	h.o.now = ticking()
+	require.Equal(t, ExitRefused, h.run("failover", "db", "--force"))
+	require.Contains(t, h.err.String(), "the operator refused: Manual failover from db-0 refused: primary db-0 answers")
+}
+
+func TestFailoverErrors(t *testing.T) {
+	objs, sql := degradedWorld()
+	h := newHarness(t, sql, nil, objs...)
+	h.o.now = ticking()
+	require.Equal(t, ExitUsage, h.run("failover", "db"))
+	require.Contains(t, h.err.String(), "pass --force to ask for it")
+	require.Equal(t, ExitRefused, h.run("failover", "db", "--force"))
+	require.Contains(t, h.err.String(), "db has no primary yet (no Lease db-primary)")
+
+	objs, sql = degradedWorld()
+	h = newHarness(t, sql, nil, withLease(objs, "db-0")...)
+	h.o.now = ticking()
+	require.Equal(t, ExitTimeout, h.run("failover", "db", "--force"))
+	require.Contains(t, h.err.String(), "the operator has not answered in 30s (is it running?); the request stays: "+
+		"kubectl annotate mysqlcluster db mysql.dolphin-operator.io/failover- withdraws it")
+	require.Equal(t, "db-0", h.cluster(t).Annotations[mysqlv1beta1.AnnotationFailover])
+}
