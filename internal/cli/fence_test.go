@@ -161,3 +161,17 @@ func TestFailoverErrors(t *testing.T) {
 		"kubectl annotate mysqlcluster db mysql.dolphin-operator.io/failover- withdraws it")
 	require.Equal(t, "db-0", h.cluster(t).Annotations[mysqlv1beta1.AnnotationFailover])
 }
+
+func TestStatusShowsAFencedInstance(t *testing.T) {
+	objs, sql := degradedWorld()
+	objs[0].(*mysqlv1beta1.MySQLCluster).Status.FencedInstances = []string{"db-2"}
+	h := newHarness(t, sql, nil, objs...)
+	require.Equal(t, ExitOK, h.run("status", "db"), h.err.String())
+	require.Regexp(t, `(?m)^\s*db-2\s+fenced\s`, h.out.String())
+	require.Regexp(t, `(?m)^\s*db-1\s+replica\s`, h.out.String())
+	h.out.Reset()
+	require.Equal(t, ExitOK, h.run("status", "db", "-o", "json"), h.err.String())
+	require.Contains(t, h.out.String(), `"name": "db-2",
+      "role": "none",
+      "fenced": true,`)
+}

@@ -239,7 +239,11 @@ func memberRow(m Member) []cell {
 	if !m.Ready {
 		ready = cell{text: "false (" + m.Phase + ")", color: colorRed}
 	}
-	row := []cell{plain(m.Name), plain(dash(m.Role)), ready}
+	role := dash(m.Role)
+	if m.Fenced {
+		role = "fenced"
+	}
+	row := []cell{plain(m.Name), plain(role), ready}
 	s := m.SQL
 	if s == nil {
 		return append(row, plain("?"), plain("?"), plain("?"), plain("?"), plain("?"), plain(dash(m.Node)),

@@ -53,8 +53,10 @@ type Report struct {
 
 // Member is one instance: its pod as the API server has it, and what it said over SQL.
 type Member struct {
-	Name     string `json:"name"`
-	Role     string `json:"role,omitempty"`
+	Name string `json:"name"`
+	Role string `json:"role,omitempty"`
+	// Fenced: the operator holds it fenced (status.fencedInstances).
+	Fenced   bool   `json:"fenced,omitempty"`
 	Ready    bool   `json:"ready"`
 	Phase    string `json:"phase"`
 	Node     string `json:"node,omitempty"`
@@ -188,6 +190,7 @@ func (o *options) reportOf(ctx context.Context, c *mysqlv1beta1.MySQLCluster, po
 	for i := range r.Members {
 		m := &r.Members[i]
 		m.Name = fmt.Sprintf("%s-%d", c.Name, i)
+		m.Fenced = slices.Contains(c.Status.FencedInstances, m.Name)
 		pod := byName[m.Name]
 		if pod == nil {
 			m.Phase, m.SQLError = "Missing", "no pod"

@@ -155,6 +155,7 @@ func TestPluginShowsSwitchesOverAndReportsACluster(t *testing.T) {
 	requireMySQLSession(t, ns)
 	requireBackupAndRestore(t, c)
 	requireReportHoldsNoSecret(t, c)
+	requireFenceAndManualFailover(t, ns)
 	requirePluginErrors(t, ns)
 	requireDeletionRemovesEverything(t, c)
 }

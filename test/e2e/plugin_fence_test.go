@@ -1,0 +1,104 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/cli"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+// requireFenceAndManualFailover drives the plugin's fence, unfence and failover on the
+// two-instance cluster the plugin test made (cli-1 primary since its switchover, and
+// spec.primary naming it): a fenced replica is read-only with its replication stopped and
+// out of the replicas Service; unfenced, it replicates again. A failover is refused while
+// the primary answers; with automatic failover off, a primary that stops answering
+// (SIGSTOP) is replaced at once on request, and rejoins.
+func requireFenceAndManualFailover(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	code, _, errOut := plugin(t, "-n", ns, "fence", "cli", "cli-0")
+	require.Equal(t, cli.ExitRefused, code, errOut)
+	require.Contains(t, errOut, "with cli-0 fenced, 0 replica(s) of cli would acknowledge commits")
+	code, out, errOut := plugin(t, "-n", ns, "fence", "cli", "cli-0", "--force")
+	t.Logf("fence:\n%s%s", out, errOut)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Contains(t, out, "cli-0 is fenced: read-only, replication stopped, out of both Services")
+
+	d := dbOf(t, ns, "cli-0")
+	require.Equal(t, []string{"1"}, column(t, d, "SELECT @@global.super_read_only"))
+	require.Equal(t, []string{"OFF"}, column(t, d, "SELECT SERVICE_STATE FROM performance_schema.replication_connection_status"))
+	require.Equal(t, []string{"OFF"}, column(t, d, "SELECT SERVICE_STATE FROM performance_schema.replication_applier_status"))
+	pod := &corev1.Pod{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli-0"}, pod))
+	require.Equal(t, string(resources.RoleNone), pod.Labels[resources.LabelRole], "out of the replicas Service")
+	c := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, c))
+	require.Equal(t, []string{"cli-0"}, c.Status.FencedInstances)
+	degraded := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionDegraded)
+	require.NotNil(t, degraded)
+	require.Equal(t, mysqlv1beta1.ReasonInstanceFenced, degraded.Reason, degraded.Message)
+	code, out, errOut = plugin(t, "-n", ns, "status", "cli")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Regexp(t, `(?m)^\s*cli-0\s+fenced\s`, out)
+
+	code, out, errOut = plugin(t, "-n", ns, "unfence", "cli", "cli-0")
+	t.Logf("unfence:\n%s%s", out, errOut)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Contains(t, out, "cli-0 is back in service")
+	require.Equal(t, []string{"ON"}, column(t, d, "SELECT SERVICE_STATE FROM performance_schema.replication_connection_status"))
+
+	code, _, errOut = plugin(t, "-n", ns, "failover", "cli", "--force")
+	require.Equal(t, cli.ExitRefused, code, errOut)
+	require.Contains(t, errOut, "the operator refused: Manual failover from cli-1 refused: primary cli-1 answers")
+
+	// Automatic failover off, the primary hung: only a request replaces it.
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, c))
+	c.Spec.Replication.Failover.Enabled = new(false)
+	require.NoError(t, k8s.Update(ctx, c))
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli-1"}, pod))
+	require.NoError(t, g.Signal(pod, "mysqld", "mysqld", syscall.SIGSTOP))
+	t.Cleanup(func() { _ = g.Signal(pod, "mysqld", "mysqld", syscall.SIGCONT) }) // gone with its pod, normally
+	waitFor(t, time.Minute, "the operator to report the primary unreachable, failover disabled", func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, c); err != nil {
+			return err
+		}
+		if r := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionReplicationHealthy); r == nil ||
+			r.Reason != mysqlv1beta1.ReasonFailoverDisabled {
+			return fmt.Errorf("ReplicationHealthy %v", r)
+		}
+		return nil
+	})
+	asked := time.Now()
+	code, out, errOut = plugin(t, "-n", ns, "failover", "cli", "--force", "--timeout", "2m")
+	t.Logf("failover (%s):\n%s%s", time.Since(asked).Round(100*time.Millisecond), out, errOut)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	// Answered by the pass that promotes, or by the next one when a step after the promotion
+	// (labelling a pod being deleted) failed and was retried.
+	require.Regexp(t, `The operator reports: Manual failover from cli-1: (failover from cli-1: primary cli-1 lost: promoting cli-0|`+
+		`the failover from cli-1 is done: cli-0 is the primary)`, out)
+	waitFor(t, 30*time.Second, "cli-0 reported primary", func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cli"}, c); err != nil {
+			return err
+		}
+		if c.Status.CurrentPrimary != "cli-0" {
+			return fmt.Errorf("primary %q", c.Status.CurrentPrimary)
+		}
+		return nil
+	})
+	require.NotContains(t, c.Annotations, mysqlv1beta1.AnnotationFailover, "the operator withdrew the request")
+
+	// The evicted primary's pod comes back; spec.primary still names it, so once it
+	// replicates the operator switches back to it.
+	waitPrimary(t, ns, "cli", "cli-1")
+	readyCluster(t, ns, "cli")
+}
