@@ -61,7 +61,7 @@ func decideTopology(in Input) Decision {
 // instances start together), and only an instance that holds every transaction any other
 // holds, so that none becomes errant.
 func bootstrap(in Input) Decision {
-	d := Decision{Roles: roles(in, resources.RoleNone)}
+	d := Decision{Roles: noRoles(in)}
 	var down []string
 	for _, i := range in.Instances {
 		switch {
@@ -125,7 +125,7 @@ func backlog(i *Instance) int64 { return i.has().Subtract(i.Executed).Count() }
 // acknowledged write can be lost (quorum), freeze every candidate's receiver, then promote
 // the candidate that received the most, after it has applied all of it.
 func primaryDown(in Input, p *Instance) Decision {
-	d := Decision{Roles: roles(in, resources.RoleNone)}
+	d := Decision{Roles: noRoles(in)}
 	name := in.Primary
 	if in.Fenced[name] {
 		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonInstanceFenced, name
@@ -285,7 +285,7 @@ func primaryUp(in Input, p *Instance) Decision {
 	if in.Fenced[p.Name] {
 		return fencedPrimary(in, p)
 	}
-	d := Decision{Primary: p.Name, Roles: roles(in, resources.RoleNone), State: StateHealthy, Reason: mysqlv1beta1.ReasonReplicationHealthy}
+	d := Decision{Primary: p.Name, Roles: noRoles(in), State: StateHealthy, Reason: mysqlv1beta1.ReasonReplicationHealthy}
 	var notes []string
 	for _, i := range in.Instances {
 		if in.Fenced[i.Name] {
@@ -565,10 +565,11 @@ func cloneUnderWay(in Input, d *Decision) bool {
 	return false
 }
 
-func roles(in Input, r resources.Role) map[string]resources.Role {
+// noRoles labels every instance with no role, for a decision to give some a role.
+func noRoles(in Input) map[string]resources.Role {
 	out := make(map[string]resources.Role, len(in.Instances))
 	for _, i := range in.Instances {
-		out[i.Name] = r
+		out[i.Name] = resources.RoleNone
 	}
 	return out
 }

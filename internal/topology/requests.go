@@ -6,7 +6,6 @@ import (
 	"time"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
-	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 // What the user asks for by annotation, beyond the spec: fenced instances and a manual
@@ -18,7 +17,7 @@ import (
 // it does, before anything else: skip_replica_start keeps a restarted one from
 // replicating meanwhile).
 func isolateFenced(i Instance) (Action, bool) {
-	if !i.Reachable || !(i.Writable || i.IORunning || i.SQLRunning || i.IOConnecting) {
+	if !i.Reachable || (!i.Writable && !i.IORunning && !i.SQLRunning && !i.IOConnecting) {
 		return Action{}, false
 	}
 	return Action{Kind: ActIsolate, Target: i.Name}, true
@@ -45,7 +44,7 @@ func errorOf(i *Instance) string {
 // or reconfigured while it stays fenced, and the replicas that replicate from it go on
 // serving reads.
 func fencedPrimary(in Input, p *Instance) Decision {
-	d := Decision{Primary: p.Name, Roles: roles(in, resources.RoleNone), State: StateFenced,
+	d := Decision{Primary: p.Name, Roles: noRoles(in), State: StateFenced,
 		Reason: mysqlv1beta1.ReasonInstanceFenced}
 	for _, i := range in.Instances {
 		switch {
