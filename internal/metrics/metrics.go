@@ -64,6 +64,8 @@ var (
 		"1 when the operator could read the instance's state on its last topology pass, else 0.")
 	InstancePrimary = instanceGauge("dolphin_instance_primary",
 		"1 for the cluster's current primary, 0 for its other instances.")
+	InstanceFenced = instanceGauge("dolphin_instance_fenced",
+		"1 when the instance is fenced on request (the annotation mysql.dolphin-operator.io/fenced-instances), else 0.")
 	ReplicationIORunning = instanceGauge("dolphin_instance_replication_io_running",
 		"1 when the replica's receiver thread runs, else 0 (replicas only).")
 	ReplicationSQLRunning = instanceGauge("dolphin_instance_replication_sql_running",
@@ -112,13 +114,13 @@ var BackupMetrics = []*prometheus.GaugeVec{BackupLastSuccess, BackupLastFailure,
 var vectors = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{ClusterPhase, ClusterInstances, ClusterReadyInstances, FailoverBlocked, PrimaryChanges,
-	InstanceUp, InstancePrimary, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
+	InstanceUp, InstancePrimary, InstanceFenced, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
 	ErrantTransactions, SemiSyncOn, SemiSyncReplicas, SemiSyncWaitFor, BackupLastSuccess, BackupLastFailure,
 	BackupDuration, BackupSize, ArchiveLastSuccess, VerifyLastSuccess, VerifyLastFailure, BackupScheduleInterval}
 
 // Collectors are every metric of this package (registered on controller-runtime's registry).
 var Collectors = []prometheus.Collector{ClusterPhase, ClusterInstances, ClusterReadyInstances, FailoverBlocked,
-	PrimaryChanges, InstanceUp, InstancePrimary, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
+	PrimaryChanges, InstanceUp, InstancePrimary, InstanceFenced, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
 	ErrantTransactions, SemiSyncOn, SemiSyncReplicas, SemiSyncWaitFor, TopologyPassDuration, BackupLastSuccess,
 	BackupLastFailure, BackupDuration, BackupSize, ArchiveLastSuccess, VerifyLastSuccess, VerifyLastFailure,
 	BackupScheduleInterval}
@@ -161,6 +163,7 @@ type Instance struct {
 	Name     string
 	Up       bool
 	Primary  bool
+	Fenced   bool
 	Replica  bool // it has a replication channel
 	SemiSync bool
 	// IORunning, SQLRunning, Lag and Errant are a replica's (Replica true).
@@ -179,6 +182,7 @@ func SetTopology(c *mysqlv1beta1.MySQLCluster, instances []Instance, failoverBlo
 		l := prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelInstance: i.Name}
 		InstanceUp.With(l).Set(bit(i.Up))
 		InstancePrimary.With(l).Set(bit(i.Primary))
+		InstanceFenced.With(l).Set(bit(i.Fenced))
 		if i.Up {
 			SemiSyncOn.With(l).Set(bit(i.SemiSync))
 		} else {
@@ -218,7 +222,7 @@ var (
 
 func forgetInstance(c *mysqlv1beta1.MySQLCluster, name string) {
 	l := prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelInstance: name}
-	for _, v := range []*prometheus.GaugeVec{InstanceUp, InstancePrimary, ReplicationIORunning,
+	for _, v := range []*prometheus.GaugeVec{InstanceUp, InstancePrimary, InstanceFenced, ReplicationIORunning,
 		ReplicationSQLRunning, ReplicationLag, ErrantTransactions, SemiSyncOn} {
 		v.Delete(l)
 	}

@@ -44,13 +44,18 @@ var ClusterAlerts = []Alert{
 	{Name: "DolphinMySQLReplicationStopped", For: "2m", Severity: "critical",
 		Summary: "Replica {{ $labels.instance }} of {{ $labels.namespace }}/{{ $labels.cluster }} has a replication thread stopped.",
 		Expr: func(sel func(...string) string) string {
-			return "dolphin_instance_replication_io_running" + sel() + " == 0 or dolphin_instance_replication_sql_running" + sel() + " == 0"
+			return "(dolphin_instance_replication_io_running" + sel() + " == 0 or dolphin_instance_replication_sql_running" + sel() +
+				" == 0) unless on (namespace, cluster, instance) dolphin_instance_fenced" + sel() + " == 1"
 		}},
 	{Name: "DolphinMySQLReplicationLag", For: "5m", Severity: "warning",
 		Summary: "Replica {{ $labels.instance }} of {{ $labels.namespace }}/{{ $labels.cluster }} lacks more than 1000 of the primary's transactions.",
 		Expr: func(sel func(...string) string) string {
-			return "dolphin_instance_replication_lag_transactions" + sel() + " > 1000"
+			return "dolphin_instance_replication_lag_transactions" + sel() + " > 1000" +
+				" unless on (namespace, cluster, instance) dolphin_instance_fenced" + sel() + " == 1"
 		}},
+	{Name: "DolphinInstanceFenced", For: "1h", Severity: "warning",
+		Summary: "Instance {{ $labels.instance }} of {{ $labels.namespace }}/{{ $labels.cluster }} has been fenced for an hour: it serves nothing and is no failover candidate.",
+		Expr:    func(sel func(...string) string) string { return "dolphin_instance_fenced" + sel() + " == 1" }},
 	{Name: "DolphinErrantTransactions", For: "1m", Severity: "warning",
 		Summary: "Replica {{ $labels.instance }} of {{ $labels.namespace }}/{{ $labels.cluster }} holds transactions the primary never had.",
 		Expr: func(sel func(...string) string) string {

@@ -19,7 +19,7 @@ func recordMetrics(c *mysqlv1beta1.MySQLCluster, in Input, r Report, d Decision)
 	}
 	out := make([]metrics.Instance, 0, len(in.Instances))
 	for _, i := range in.Instances {
-		mi := metrics.Instance{Name: i.Name, Up: i.Reachable, Primary: i.Name == r.CurrentPrimary}
+		mi := metrics.Instance{Name: i.Name, Up: i.Reachable, Primary: i.Name == r.CurrentPrimary, Fenced: in.Fenced[i.Name]}
 		if mi.Primary {
 			mi.SemiSync = i.SemiSyncSource
 		} else {
