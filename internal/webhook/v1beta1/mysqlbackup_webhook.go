@@ -36,13 +36,15 @@ func (*MySQLBackupDefaulter) Default(_ context.Context, b *mysqlv1beta1.MySQLBac
 type MySQLBackupValidator struct{}
 
 // ValidateCreate implements admission.Validator.
-func (*MySQLBackupValidator) ValidateCreate(_ context.Context, b *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
+func (*MySQLBackupValidator) ValidateCreate(ctx context.Context, b *mysqlv1beta1.MySQLBackup) (_ admission.Warnings, err error) {
+	defer func() { audit(ctx, "MySQLBackup", nil, b, err) }()
 	return nil, invalid("MySQLBackup", b.Name, b.Validate())
 }
 
 // ValidateUpdate implements admission.Validator. The spec is immutable (a CEL rule on
 // the CRD says so too); status and metadata may change.
-func (*MySQLBackupValidator) ValidateUpdate(_ context.Context, old, b *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
+func (*MySQLBackupValidator) ValidateUpdate(ctx context.Context, old, b *mysqlv1beta1.MySQLBackup) (_ admission.Warnings, err error) {
+	defer func() { audit(ctx, "MySQLBackup", old, b, err) }()
 	if b.DeletionTimestamp != nil {
 		return nil, nil
 	}

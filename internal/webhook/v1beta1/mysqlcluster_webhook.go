@@ -54,11 +54,12 @@ type MySQLClusterValidator struct {
 }
 
 // ValidateCreate implements admission.Validator.
-func (v *MySQLClusterValidator) ValidateCreate(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
+func (v *MySQLClusterValidator) ValidateCreate(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (_ admission.Warnings, err error) {
+	defer func() { audit(ctx, "MySQLCluster", nil, c, err) }()
 	errs := append(c.Validate(), c.ValidateAnnotations()...)
-	warnings, err := v.recoveryWindow(ctx, c)
-	if err != nil {
-		errs = append(errs, err)
+	warnings, ferr := v.recoveryWindow(ctx, c)
+	if ferr != nil {
+		errs = append(errs, ferr)
 	}
 	return warnings, invalid("MySQLCluster", c.Name, errs)
 }
@@ -109,7 +110,8 @@ func (v *MySQLClusterValidator) recoveryWindow(ctx context.Context, c *mysqlv1be
 
 // ValidateUpdate implements admission.Validator. An object being deleted may still be
 // updated (finalizers come off) whatever its spec says.
-func (v *MySQLClusterValidator) ValidateUpdate(_ context.Context, old, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
+func (v *MySQLClusterValidator) ValidateUpdate(ctx context.Context, old, c *mysqlv1beta1.MySQLCluster) (_ admission.Warnings, err error) {
+	defer func() { audit(ctx, "MySQLCluster", old, c, err) }()
 	if c.DeletionTimestamp != nil {
 		return nil, nil
 	}

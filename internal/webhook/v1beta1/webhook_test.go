@@ -1,14 +1,21 @@
 package v1beta1
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
@@ -157,4 +164,78 @@ func TestOperationAnnotationsMustNameInstances(t *testing.T) {
 	if _, err := (&MySQLClusterValidator{}).ValidateCreate(t.Context(), smaller); err == nil || !strings.Contains(err.Error(), `"db-2" is not an instance`) {
 		t.Errorf("a fenced instance beyond spec.instances must be refused, got %v", err)
 	}
+}
+
+// auditLines captures the audit lines written while the test runs.
+func auditLines(t *testing.T) *[]string {
+	t.Helper()
+	var lines []string
+	was := AuditLog
+	AuditLog = funcr.NewJSON(func(obj string) { lines = append(lines, obj) }, funcr.Options{})
+	t.Cleanup(func() { AuditLog = was })
+	return &lines
+}
+
+func asUser(t *testing.T, op admissionv1.Operation, user string, groups ...string) context.Context {
+	return admission.NewContextWithRequest(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "req-1", Operation: op, UserInfo: authenticationv1.UserInfo{Username: user, Groups: groups}}})
+}
+
+func TestEveryDecisionIsAuditedWithItsUserAndTheFieldsItChanges(t *testing.T) {
+	lines := auditLines(t)
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	c.Spec.Instances = new(int32(3))
+	c.Default()
+	v := &MySQLClusterValidator{}
+	_, err := v.ValidateCreate(asUser(t, admissionv1.Create, "alice", "dba", "system:authenticated"), c)
+	require.NoError(t, err)
+
+	changed := c.DeepCopy()
+	changed.Spec.Primary = "db-1"
+	changed.Spec.MySQL.Config = map[string]string{"max_connections": "500"}
+	changed.Annotations = map[string]string{mysqlv1beta1.AnnotationFencedInstances: "db-2"}
+	changed.Status.CurrentPrimary = "db-1" // not audited: status does not pass the webhook
+	_, err = v.ValidateUpdate(asUser(t, admissionv1.Update, "bob"), c, changed)
+	require.NoError(t, err)
+
+	shrunk := c.DeepCopy()
+	shrunk.Spec.Instances = new(int32(0))
+	_, err = v.ValidateUpdate(asUser(t, admissionv1.Update, "mallory"), c, shrunk)
+	require.Error(t, err)
+
+	b := &mysqlv1beta1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Spec: mysqlv1beta1.MySQLBackupSpec{Cluster: "db"}}
+	b.Default()
+	_, err = (&MySQLBackupValidator{}).ValidateCreate(asUser(t, admissionv1.Create, "system:serviceaccount:ns:cron"), b)
+	require.NoError(t, err)
+
+	require.Len(t, *lines, 4, "one line per decision: %v", *lines)
+	decoded := make([]map[string]any, len(*lines))
+	for i, l := range *lines {
+		require.NoError(t, json.Unmarshal([]byte(l), &decoded[i]), l)
+		require.Equal(t, "admission-audit", decoded[i]["logger"], l)
+		require.Equal(t, "Admission decision", decoded[i]["msg"], l)
+		require.Equal(t, "req-1", decoded[i]["uid"], l)
+	}
+	require.Equal(t, map[string]any{"kind": "MySQLCluster", "namespace": "ns", "name": "db", "allowed": true, "operation": "CREATE",
+		"user": "alice", "groups": []any{"dba", "system:authenticated"}}, pick(decoded[0], "kind", "namespace", "name", "allowed",
+		"operation", "user", "groups"))
+	require.NotContains(t, decoded[0], "changed")
+	require.Equal(t, []any{"metadata.annotations[mysql.dolphin-operator.io/fenced-instances]", "spec.mysql.config.max_connections",
+		"spec.primary"}, decoded[1]["changed"])
+	require.Equal(t, "bob", decoded[1]["user"])
+	require.Equal(t, false, decoded[2]["allowed"])
+	require.Equal(t, []any{"spec.instances"}, decoded[2]["changed"])
+	require.Contains(t, decoded[2]["reason"], "spec.instances")
+	require.Equal(t, "MySQLBackup", decoded[3]["kind"])
+	require.Equal(t, "system:serviceaccount:ns:cron", decoded[3]["user"])
+}
+
+func pick(m map[string]any, keys ...string) map[string]any {
+	out := map[string]any{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
