@@ -104,6 +104,7 @@ func computeStatus(observed *mysqlv1beta1.MySQLCluster, st *state, stepErr error
 		},
 		Backup:  *old.Backup.DeepCopy(),
 		Restore: old.Restore.DeepCopy(),
+		History: mergeHistory(old.History, st.topology.History),
 	}
 	if st.backupsListed {
 		s.Backup = backupStatus(c, old.Backup, st)
@@ -315,4 +316,27 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// mergeHistory is status.history with the topology manager's latest actions added: both
+// lists hold the same action once (status keeps times to the second), oldest first, the
+// last mysqlv1beta1.HistoryLength kept.
+func mergeHistory(old, latest []mysqlv1beta1.HistoryEntry) []mysqlv1beta1.HistoryEntry {
+	key := func(e mysqlv1beta1.HistoryEntry) string {
+		return fmt.Sprintf("%d|%s|%s|%s", e.Time.Unix(), e.Action, e.Instance, e.From)
+	}
+	seen := map[string]bool{}
+	var out []mysqlv1beta1.HistoryEntry
+	for _, e := range slices.Concat(old, latest) {
+		e.Time = metav1.NewTime(e.Time.Truncate(time.Second))
+		if k := key(e); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b mysqlv1beta1.HistoryEntry) int { return a.Time.Compare(b.Time.Time) })
+	if n := len(out) - mysqlv1beta1.HistoryLength; n > 0 {
+		out = out[n:]
+	}
+	return out
 }

@@ -3,6 +3,9 @@ package controllers
 import (
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -155,4 +158,25 @@ func TestStatusVersionIsTheReleaseTheRolledOutImageNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestStatusHistoryMergesTheManagersActionsOnce(t *testing.T) {
+	at := func(sec int, nsec int, action, instance string) mysqlv1beta1.HistoryEntry {
+		return mysqlv1beta1.HistoryEntry{Time: metav1.NewTime(time.Date(2026, 12, 6, 3, 0, sec, nsec, time.UTC)), Action: action, Instance: instance}
+	}
+	stored := []mysqlv1beta1.HistoryEntry{at(1, 0, "Bootstrap", "db-0"), at(5, 0, "Switchover", "db-1")}
+	// The manager's list: the switchover again (to the nanosecond), then a fence; a restarted
+	// manager knows only what it did since.
+	latest := []mysqlv1beta1.HistoryEntry{at(5, 123456, "Switchover", "db-1"), at(9, 5, "Fence", "db-2")}
+	got := mergeHistory(stored, latest)
+	require.Equal(t, []mysqlv1beta1.HistoryEntry{at(1, 0, "Bootstrap", "db-0"), at(5, 0, "Switchover", "db-1"), at(9, 0, "Fence", "db-2")}, got)
+	require.Equal(t, got, mergeHistory(got, nil), "a manager that did nothing yet keeps the stored history")
+
+	var many []mysqlv1beta1.HistoryEntry
+	for k := range mysqlv1beta1.HistoryLength + 3 {
+		many = append(many, at(10+k, 0, "Clone", "db-2"))
+	}
+	got = mergeHistory(stored, many)
+	require.Len(t, got, mysqlv1beta1.HistoryLength)
+	require.Equal(t, many[3:], got, "the oldest go first")
 }

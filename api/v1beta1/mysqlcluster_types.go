@@ -489,6 +489,33 @@ type MySQLClusterStatus struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Restore"
 	Restore *RestoreStatus `json:"restore,omitempty"`
+	// History is what the operator did to the instances, newest last: the last
+	// HistoryLength elections, promotions, failovers, switchovers, fences, isolations,
+	// clones and evictions (each also an Event).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	History []HistoryEntry `json:"history,omitempty"`
+}
+
+// HistoryLength is how many entries status.history keeps.
+const HistoryLength = 20
+
+// HistoryEntry is one action of the operator on an instance.
+type HistoryEntry struct {
+	// Time is when the action was carried out.
+	Time metav1.Time `json:"time"`
+	// Action: Bootstrap, Promote, Failover, Switchover, Fence, Isolate, Clone or Evict.
+	Action string `json:"action"`
+	// Instance is the instance acted on (the new primary of a promotion, failover or
+	// switchover).
+	Instance string `json:"instance"`
+	// From is the former primary (Failover, Switchover) or the donor (Clone).
+	// +optional
+	From string `json:"from,omitempty"`
+	// Reason is the topology state's reason when it was decided.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // RolloutStatus is how far a roll got: replicas restart first, one at a time, each Ready and

@@ -110,6 +110,7 @@ func (m *Manager) actOne(ctx context.Context, cl *cluster, a Action) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", a.Kind, a.Target, err)
 	}
+	cl.succeeded(a)
 	return nil
 }
 

@@ -37,6 +37,8 @@ type loop struct {
 	cluster *mysqlv1beta1.MySQLCluster // the reconciler's latest (defaulted) copy
 	report  Report
 	running time.Time // when the current pass started; zero between passes
+	// history is what the loop's passes did, the last mysqlv1beta1.HistoryLength actions.
+	history []mysqlv1beta1.HistoryEntry
 }
 
 // Start runs the loops until ctx ends (the manager's, so only the elected leader runs
@@ -196,6 +198,8 @@ func (m *Manager) run(ctx context.Context, l *loop) {
 		}
 		r.Observed = m.now()
 		l.mu.Lock()
+		l.history = appendHistory(l.history, r.History) // a pass reports its own actions
+		r.History = l.history
 		changed := !r.same(l.report)
 		l.report, l.running = r, time.Time{}
 		l.mu.Unlock()

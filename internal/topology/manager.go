@@ -175,6 +175,7 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 		// What each action took: where a failover's or a switchover's time went.
 		log.Info("Topology acted", "took", time.Since(acting).Round(time.Millisecond).String(), "actions", cl.timings())
 	}
+	r.History = historyOf(cl.carriedOut(), d.Reason, m.now()) // this pass's: the loop keeps the last ones
 	if err != nil {
 		log.Error(err, "Topology pass failed", "state", d.State)
 		r.Healthy = false
@@ -330,6 +331,7 @@ type cluster struct {
 
 	timingsMu sync.Mutex
 	took      []string // each action carried out and how long it took, in the order they ended
+	done      []Action // the actions that succeeded, in the order they ended
 
 	// writesRefused is how long this pass's switchover kept writes out (act says from when
 	// to when); zero without one.
@@ -341,6 +343,19 @@ func (cl *cluster) timed(a Action, d time.Duration) {
 	cl.timingsMu.Lock()
 	defer cl.timingsMu.Unlock()
 	cl.took = append(cl.took, describe([]Action{a})[0]+" "+d.Round(time.Millisecond).String())
+}
+
+// succeeded notes an action that was carried out.
+func (cl *cluster) succeeded(a Action) {
+	cl.timingsMu.Lock()
+	defer cl.timingsMu.Unlock()
+	cl.done = append(cl.done, a)
+}
+
+func (cl *cluster) carriedOut() []Action {
+	cl.timingsMu.Lock()
+	defer cl.timingsMu.Unlock()
+	return slices.Clone(cl.done)
 }
 
 func (cl *cluster) timings() []string {

@@ -59,6 +59,8 @@ type fakeInstance struct {
 	vars   map[string]string
 	setErr error
 	clamp  string
+	// failFence makes Fence fail.
+	failFence bool
 }
 
 func (f *fakeInstance) record(call string) {
@@ -153,6 +155,9 @@ func (f *fakeInstance) SetGlobal(_ context.Context, name string, value any) erro
 }
 func (f *fakeInstance) Fence(context.Context, ...string) error {
 	f.record("Fence")
+	if f.failFence {
+		return errors.New("fence refused")
+	}
 	f.status.SuperReadOnly = true
 	return nil
 }
@@ -800,4 +805,46 @@ func TestManagerAnswersAManualFailoverRequestAndWithdrawsIt(t *testing.T) {
 		told = append(told, <-rec.Events)
 	}
 	require.Contains(t, told, "Normal Failover Manual failover from db-0: failover from db-0: primary db-0 lost: promoting db-1 (5 transactions)")
+}
+
+func TestPassesReportTheActionsTheyCarriedOutForTheHistory(t *testing.T) {
+	w := newWorld(t)
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{Duration: 0}
+	now := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	w.m.Now = func() time.Time { return now }
+	history := func() []string {
+		r, _, _ := w.m.pass(context.Background(), w.c)
+		var out []string
+		for _, e := range r.History {
+			require.Equal(t, now, e.Time.Time)
+			out = append(out, fmt.Sprintf("%s %s from %q (%s)", e.Action, e.Instance, e.From, e.Reason))
+		}
+		return out
+	}
+	require.Equal(t, []string{`Bootstrap db-0 from "" (Bootstrap)`}, history())
+	require.Empty(t, history(), "configuring the replicas is routine")
+	w.replicate("db-0", u1+":1-5")
+	require.Empty(t, history())
+	w.instances["db-0"].down = true
+	require.Empty(t, history(), "freezing receivers is part of the failover, not an entry of its own")
+	for _, n := range []string{"db-1", "db-2"} {
+		w.instances[n].status.Replica.IORunning = false
+	}
+	require.Equal(t, []string{`Failover db-1 from "db-0" (Failover)`}, history())
+
+	// A failed action is no entry.
+	w.instances["db-2"].status.ReadOnly, w.instances["db-2"].status.SuperReadOnly = false, false
+	w.instances["db-2"].failFence = true
+	require.Empty(t, history())
+	require.Contains(t, w.logged(), "db-2 Fence", "the fence was tried")
+}
+
+func TestTheHistoryKeepsTheLastEntries(t *testing.T) {
+	var h []mysqlv1beta1.HistoryEntry
+	for k := range mysqlv1beta1.HistoryLength + 5 {
+		h = appendHistory(h, []mysqlv1beta1.HistoryEntry{{Action: "Fence", Instance: fmt.Sprintf("db-%d", k)}})
+	}
+	require.Len(t, h, mysqlv1beta1.HistoryLength)
+	require.Equal(t, "db-5", h[0].Instance)
+	require.Equal(t, fmt.Sprintf("db-%d", mysqlv1beta1.HistoryLength+4), h[len(h)-1].Instance)
 }

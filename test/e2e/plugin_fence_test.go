@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/cli"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // requireFenceAndManualFailover drives the plugin's fence, unfence and failover on the
@@ -101,4 +104,50 @@ func requireFenceAndManualFailover(t *testing.T, ns string) {
 	// replicates the operator switches back to it.
 	waitPrimary(t, ns, "cli", "cli-1")
 	readyCluster(t, ns, "cli")
+	requireAudited(t, ns)
+}
+
+// auditLine is what the admission webhook's audit line says of one decision.
+type auditLine struct {
+	Logger    string   `json:"logger"`
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Operation string   `json:"operation"`
+	User      string   `json:"user"`
+	Allowed   bool     `json:"allowed"`
+	Changed   []string `json:"changed"`
+}
+
+// requireAudited checks the webhook's audit trail of cluster cli: every change the plugin
+// test made to its spec and annotations appears once, with who made it (the test's user, or
+// the operator withdrawing the failover requests).
+func requireAudited(t *testing.T, ns string) {
+	t.Helper()
+	operator := "system:serviceaccount:" + ground.OperatorNamespace + ":dolphin-controller-manager"
+	var got []string
+	user := ""
+	for line := range strings.SplitSeq(g.FullOperatorLogs(context.Background()), "\n") {
+		var a auditLine
+		if !strings.Contains(line, `"admission-audit"`) || json.Unmarshal([]byte(line), &a) != nil ||
+			a.Logger != "admission-audit" || a.Namespace != ns || a.Name != "cli" || len(a.Changed) == 0 {
+			continue
+		}
+		require.True(t, a.Allowed, line)
+		require.Equal(t, "UPDATE", a.Operation, line)
+		who := "operator"
+		if a.User != operator {
+			if user == "" {
+				user = a.User
+			}
+			require.Equal(t, user, a.User, "every other change is the test's: %s", line)
+			who = "test"
+		}
+		got = append(got, who+" "+strings.Join(a.Changed, ","))
+	}
+	fenced := "metadata.annotations[" + mysqlv1beta1.AnnotationFencedInstances + "]"
+	failover := "metadata.annotations[" + mysqlv1beta1.AnnotationFailover + "]"
+	require.Equal(t, []string{"test spec.primary", "test " + fenced, "test " + fenced, "test " + failover, "operator " + failover,
+		"test spec.replication.failover.enabled", "test " + failover, "operator " + failover}, got)
+	t.Logf("audited as %s: %v", user, got)
 }
