@@ -103,7 +103,17 @@ func requireFenceAndManualFailover(t *testing.T, ns string) {
 	// The evicted primary's pod comes back; spec.primary still names it, so once it
 	// replicates the operator switches back to it.
 	waitPrimary(t, ns, "cli", "cli-1")
-	readyCluster(t, ns, "cli")
+	c = readyCluster(t, ns, "cli")
+	var history []string
+	for _, e := range c.Status.History {
+		history = append(history, strings.TrimSpace(e.Action+" "+e.Instance+" "+e.From))
+	}
+	t.Logf("status.history: %v", history)
+	for _, want := range []string{"Bootstrap cli-0", "Switchover cli-1 cli-0", "Isolate cli-0", "Evict cli-1",
+		"Failover cli-0 cli-1"} {
+		require.Contains(t, history, want)
+	}
+	require.Equal(t, "Switchover cli-1 cli-0", history[len(history)-1], "the switch back to spec.primary came last")
 	requireAudited(t, ns)
 }
 
