@@ -99,6 +99,7 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	require.Len(t, nodes, 3, "the operator's anti-affinity spreads the instances over the nodes")
 	requireClusterMetrics(t, metrics, ns, c.Name)
 	requirePrometheusSees(t, prom, ns, c.Name)
+	requireExporterReadsNoApplicationData(t, ns)
 	requireDashboardQueries(t, prom, ns, c.Name)
 	// Healthy: a replica's seconds behind its source is a number (NULL, so absent, once a
 	// replication thread stops).
@@ -109,6 +110,27 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	requireRetainedOnDeletion(t, c)
 	requireNoClusterSeries(t, metrics, ns, c.Name)
 	requirePrometheusForgets(t, prom, ns, c.Name)
+}
+
+// requireExporterReadsNoApplicationData connects as the exporter's account, whose
+// replication metrics Prometheus has just read, and is refused an application table.
+func requireExporterReadsNoApplicationData(t *testing.T, ns string) {
+	t.Helper()
+	_, err := dbOf(t, ns, "db-0").Exec("CREATE DATABASE shop")
+	require.NoError(t, err)
+	_, err = dbOf(t, ns, "db-0").Exec("CREATE TABLE shop.orders (id INT PRIMARY KEY, card VARCHAR(20))")
+	require.NoError(t, err)
+	d, err := g.AccountDB(context.Background(), ns, "db", "db-0", resources.ExporterUser, resources.KeyExporterPassword)
+	require.NoError(t, err)
+	defer func() { _ = d.Close() }()
+	require.Equal(t, []string{"Uptime"}, column(t, d, "SELECT VARIABLE_NAME FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'"),
+		"the exporter's account reads performance_schema")
+	var n int
+	err = d.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n)
+	require.ErrorContains(t, err, "Error 1142 (42000): SELECT command denied to user 'dolphin-exporter'")
+	require.NotContains(t, column(t, d, "SHOW DATABASES"), "shop")
+	_, err = dbOf(t, ns, "db-0").Exec("DROP DATABASE shop")
+	require.NoError(t, err)
 }
 
 // requireBrokenReplicationAlerts has a client with SUPER write on a replica what its

@@ -62,6 +62,17 @@ func (g *Ground) PodDB(ctx context.Context, namespace, cluster, pod string) (*sq
 }
 
 func (g *Ground) rootDB(ctx context.Context, namespace, cluster, host, serverName string) (*sql.DB, error) {
+	return g.accountDB(ctx, namespace, cluster, host, serverName, "root", resources.KeyRootPassword)
+}
+
+// AccountDB opens a connection to an instance as one of the operator's accounts (user),
+// with the password under key in the cluster's credentials Secret.
+func (g *Ground) AccountDB(ctx context.Context, namespace, cluster, pod, user, key string) (*sql.DB, error) {
+	host := InstanceHost(namespace, cluster, pod)
+	return g.accountDB(ctx, namespace, cluster, host, host, user, key)
+}
+
+func (g *Ground) accountDB(ctx context.Context, namespace, cluster, host, serverName, user, key string) (*sql.DB, error) {
 	cs, err := kubernetes.NewForConfig(g.RESTConfig())
 	if err != nil {
 		return nil, fmt.Errorf("while creating a client: %w", err)
@@ -80,7 +91,7 @@ func (g *Ground) rootDB(ctx context.Context, namespace, cluster, host, serverNam
 		return nil, fmt.Errorf("secret %s has no CA certificate", tlsSecret.Name)
 	}
 	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", net.JoinHostPort(host, "3306"), "root", string(creds.Data[resources.KeyRootPassword])
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", net.JoinHostPort(host, "3306"), user, string(creds.Data[key])
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
 	cfg.TLS = &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	conn, err := mysql.NewConnector(cfg)
