@@ -69,6 +69,25 @@ func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, st *s
 	return r.applyOrDelete(ctx, st, s, nil)
 }
 
+// reconcileApplicationSecret makes spec.application's Secret; its password is generated
+// once. Without spec.application a Secret made before is left as it is: the account stays
+// in MySQL (the operator never drops it), and so does its password.
+func (r *MySQLClusterReconciler) reconcileApplicationSecret(ctx context.Context, st *state) error {
+	c := st.cluster
+	if c.Spec.Application == nil {
+		return nil
+	}
+	existing, err := r.existingSecret(ctx, c.Namespace, resources.ApplicationSecretName(c))
+	if err != nil {
+		return err
+	}
+	s, err := resources.ApplicationSecret(c, existing, nil)
+	if err != nil {
+		return fmt.Errorf("while generating the application's password: %w", err)
+	}
+	return r.applyOrDelete(ctx, st, s, nil)
+}
+
 // reconcileTLS issues, keeps or renews the CA and server certificate; with TLS off or a
 // user-provided certificate, the operator-issued Secrets are removed.
 func (r *MySQLClusterReconciler) reconcileTLS(ctx context.Context, st *state) error {

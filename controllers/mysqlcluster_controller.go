@@ -170,6 +170,7 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 	}
 	steps := []step{
 		{"credentials", r.reconcileCredentials},
+		{"application secret", r.reconcileApplicationSecret},
 		{"tls", r.reconcileTLS},
 		{"config", r.reconcileConfig},
 		{"services", r.reconcileServices},

@@ -88,6 +88,8 @@ const (
 	// ReasonInstanceFenced: an instance is fenced on the user's request (the annotation
 	// mysql.dolphin-operator.io/fenced-instances).
 	ReasonInstanceFenced = "InstanceFenced"
+	// ReasonApplicationAccount: spec.application's account was applied on the primary.
+	ReasonApplicationAccount = "ApplicationAccount"
 	// ReasonFailoverRefused: a manual failover (the annotation
 	// mysql.dolphin-operator.io/failover) was refused; the Warning Event says why.
 	ReasonFailoverRefused     = "FailoverRefused"

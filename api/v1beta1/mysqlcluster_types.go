@@ -90,6 +90,33 @@ type MySQLClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="bootstrap cannot change after the cluster is created"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Bootstrap"
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// Application is a database and an account for applications, so that they need neither
+	// root nor the operator's accounts: the operator creates both on the primary and keeps
+	// the account's password in the Secret <cluster>-app, with the connection details.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Application"
+	Application *ApplicationSpec `json:"application,omitempty"`
+}
+
+// ApplicationSpec names the application's database and account.
+type ApplicationSpec struct {
+	// Database is created if it does not exist (never dropped); the account has every
+	// privilege on it, and none elsewhere.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,64}$`
+	Database string `json:"database"`
+	// User is the account's name (default: the database's name), connecting from any host.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,32}$`
+	User string `json:"user,omitempty"`
+}
+
+// ApplicationUser is the application account's name.
+func (a *ApplicationSpec) ApplicationUser() string {
+	if a.User != "" {
+		return a.User
+	}
+	return a.Database
 }
 
 // DeletionPolicy is what happens to a cluster's data when the cluster is deleted.

@@ -22,7 +22,7 @@ func (c *MySQLCluster) Validate() field.ErrorList {
 	var errs field.ErrorList
 	for _, check := range []func(*MySQLCluster) field.ErrorList{
 		validateInstances, validateVersion, validateConfig, validateStorage, validatePrimary,
-		validateReplication, validateTLS, validateBackup, validateBootstrap,
+		validateReplication, validateTLS, validateBackup, validateBootstrap, validateApplication,
 	} {
 		errs = append(errs, check(c)...)
 	}
@@ -36,6 +36,34 @@ func (c *MySQLCluster) ValidateChange(old *MySQLCluster) field.ErrorList {
 	errs = append(errs, validateScaleDown(old, c)...)
 	errs = append(errs, validateStorageChange(old, c)...)
 	errs = append(errs, validateBootstrapChange(old, c)...)
+	return errs
+}
+
+// validateApplication keeps the application's account and database apart from MySQL's and
+// the operator's own.
+func validateApplication(c *MySQLCluster) field.ErrorList {
+	a := c.Spec.Application
+	if a == nil {
+		return nil
+	}
+	p := specPath.Child("application")
+	var errs field.ErrorList
+	switch strings.ToLower(a.Database) {
+	case "mysql", "sys", "performance_schema", "information_schema":
+		errs = append(errs, field.Invalid(p.Child("database"), a.Database, "is one of MySQL's own schemas"))
+	}
+	user := a.ApplicationUser()
+	path := p.Child("user")
+	if a.User == "" {
+		path = p.Child("database") // the user's name when user is not set
+	}
+	switch {
+	case len(user) > 32:
+		errs = append(errs, field.Invalid(path, user, "an account name has at most 32 characters (set spec.application.user)"))
+	case strings.EqualFold(user, "root") || strings.HasPrefix(strings.ToLower(user), "dolphin") ||
+		strings.HasPrefix(strings.ToLower(user), "mysql"):
+		errs = append(errs, field.Invalid(path, user, "root, dolphin* and mysql* accounts are MySQL's or the operator's"))
+	}
 	return errs
 }
 

@@ -136,6 +136,8 @@ type Instance interface {
 	KillConnections(ctx context.Context, exceptUsers ...string) error
 	WaitForGTID(ctx context.Context, set string, timeout time.Duration) error
 	GTIDSubtract(ctx context.Context, a, b string) (string, error)
+	// EnsureAccount creates an application's database and account (see EnsureAccount).
+	EnsureAccount(ctx context.Context, o AccountOptions) error
 	Exec(ctx context.Context, stmt string, args ...any) error
 	ExecUnlogged(ctx context.Context, stmts ...string) error
 	Close() error

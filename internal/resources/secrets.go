@@ -3,6 +3,7 @@ package resources
 import (
 	"crypto/rand"
 	"io"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,4 +74,61 @@ func password(random io.Reader) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// Keys of the application Secret (ApplicationSecret).
+const (
+	KeyAppUsername     = "username"
+	KeyAppPassword     = "password"
+	KeyAppDatabase     = "database"
+	KeyAppHost         = "host"
+	KeyAppReadOnlyHost = "readonly-host"
+	KeyAppPort         = "port"
+	KeyAppURI          = "uri"
+	KeyAppJDBCURI      = "jdbc-uri"
+)
+
+// ApplicationSecretName names the Secret of spec.application's account.
+func ApplicationSecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-app" }
+
+// ApplicationSecret is the Secret an application mounts to connect as spec.application's
+// account: the password (generated once, kept from existing) and how to reach the
+// primary and the replicas, also as a URI and a JDBC URL. Nil without spec.application.
+// Passwords come from passwordAlphabet, which needs no escaping in a URI.
+func ApplicationSecret(c *mysqlv1beta1.MySQLCluster, existing *corev1.Secret, random io.Reader) (*corev1.Secret, error) {
+	a := c.Spec.Application
+	if a == nil {
+		return nil, nil
+	}
+	if random == nil {
+		random = rand.Reader
+	}
+	pw := []byte(nil)
+	if existing != nil {
+		pw = existing.Data[KeyAppPassword]
+	}
+	if len(pw) == 0 {
+		var err error
+		if pw, err = password(random); err != nil {
+			return nil, err
+		}
+	}
+	host := PrimaryServiceName(c) + "." + c.Namespace + ".svc"
+	port := strconv.Itoa(MySQLPort)
+	user := a.ApplicationUser()
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: ApplicationSecretName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)},
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			KeyAppUsername:     []byte(user),
+			KeyAppPassword:     pw,
+			KeyAppDatabase:     []byte(a.Database),
+			KeyAppHost:         []byte(host),
+			KeyAppReadOnlyHost: []byte(ReplicasServiceName(c) + "." + c.Namespace + ".svc"),
+			KeyAppPort:         []byte(port),
+			KeyAppURI:          []byte("mysql://" + user + ":" + string(pw) + "@" + host + ":" + port + "/" + a.Database),
+			KeyAppJDBCURI:      []byte("jdbc:mysql://" + host + ":" + port + "/" + a.Database),
+		},
+	}, nil
 }

@@ -130,6 +130,11 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 		return t.ConfigurePrimary(ctx, primaryOptions(cl))
 	case ActFence:
 		return fence(ctx, t)
+	case ActEnsureApplication:
+		if cl.application == nil {
+			return fmt.Errorf("no application account to apply")
+		}
+		return m.applyApplication(ctx, cl, t, cl.application.AccountOptions)
 	case ActIsolate:
 		if err := t.StopReplication(ctx, true); err != nil {
 			return err

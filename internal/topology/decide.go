@@ -16,6 +16,10 @@ import (
 // decide_test.go.
 func Decide(in Input) Decision {
 	d := decideTopology(in)
+	if a, ok := ensureApplication(in, d); ok {
+		d.Actions = append(d.Actions, a)
+		d.Healthy = false // not settled until the account is there
+	}
 	for _, i := range in.Instances {
 		if in.Fenced[i.Name] {
 			d.Fenced = append(d.Fenced, i.Name)

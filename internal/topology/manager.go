@@ -162,7 +162,12 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 		}
 		return r, PollInterval, probe{}
 	}
+	if cl.application, err = m.loadApplication(ctx, cl); err != nil {
+		log.Error(err, "Topology pass could not read the application Secret")
+		return Report{Managed: true, Reason: mysqlv1beta1.ReasonTopologyFailed, Message: err.Error()}, PollInterval, probe{}
+	}
 	in := m.gather(ctx, cl)
+	in.Application = cl.application
 	d := Decide(in)
 	r := report(d)
 	recordMetrics(c, in, r, d)
@@ -323,6 +328,10 @@ type cluster struct {
 	fenced map[string]bool
 	// failedPrimary is the primary the last failover replaced, until it replicates again.
 	failedPrimary string
+	// applicationDigest is the Lease's note of the application account last applied;
+	// application is the account spec.application asks for (nil: none).
+	applicationDigest string
+	application       *Application
 	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
 	tlsCA []byte
 	// tlsNotAfter is the expiry of the TLS Secret's certificate: an instance serving one
@@ -404,6 +413,7 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 	case err == nil:
 		cl.lease = lease
 		cl.failedPrimary = lease.Annotations[annotationFailedPrimary]
+		cl.applicationDigest = lease.Annotations[annotationApplication]
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("while reading the primary Lease: %w", err)
 	}
@@ -457,6 +467,9 @@ func (m *Manager) recordPrimary(ctx context.Context, cl *cluster, name string) e
 	annotations := map[string]string{}
 	if cl.failedPrimary != "" {
 		annotations[annotationFailedPrimary] = cl.failedPrimary
+	}
+	if cl.applicationDigest != "" {
+		annotations[annotationApplication] = cl.applicationDigest
 	}
 	if cl.recordedPrimary() == name && cl.lease != nil && maps.Equal(cl.lease.Annotations, annotations) {
 		return nil
@@ -546,6 +559,10 @@ func (m *Manager) announce(cl *cluster, in Input, d Decision) {
 				a.Target, d.Message, cl.writesRefused.Round(time.Millisecond), a.From, a.Target)
 		case ActFence, ActIsolate, ActClone, ActEvict:
 			m.Recorder.Eventf(c, nil, corev1.EventTypeWarning, d.Reason, string(a.Kind), "%s: %s", a.Target, d.Message)
+		case ActEnsureApplication:
+			m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, mysqlv1beta1.ReasonApplicationAccount, string(a.Kind),
+				"Account %s has every privilege on database %s (created if missing) and the password of Secret %s",
+				cl.application.User, cl.application.Database, resources.ApplicationSecretName(c))
 		}
 	}
 	if d.State == StateLost || d.State == StateErrant || d.State == StateFailoverBlocked {

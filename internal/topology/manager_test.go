@@ -161,6 +161,10 @@ func (f *fakeInstance) Fence(context.Context, ...string) error {
 	f.status.SuperReadOnly = true
 	return nil
 }
+func (f *fakeInstance) EnsureAccount(_ context.Context, o mysql.AccountOptions) error {
+	f.record(fmt.Sprintf("EnsureAccount %s %s password=%s", o.Database, o.User, o.Password))
+	return nil
+}
 func (f *fakeInstance) StopReplication(_ context.Context, all bool) error {
 	f.record(fmt.Sprintf("StopReplication all=%v", all))
 	return nil

@@ -125,6 +125,9 @@ type Input struct {
 	// FailoverRequest is the primary a manual failover is asked to replace (the annotation
 	// mysql.dolphin-operator.io/failover), "" when none is asked for.
 	FailoverRequest string
+	// Application is spec.application's account (nil without one, or before its Secret
+	// exists), and whether the primary has it as its Secret says.
+	Application *Application
 }
 
 // CaughtUpSlack is how many of the primary's transactions a replica may lack and still count
@@ -198,6 +201,9 @@ const (
 	// ActReloadTLS makes Target's mysqld load its certificate files again. Reloads come
 	// after every other action, so that one that fails holds nothing else up.
 	ActReloadTLS ActionKind = "ReloadTLS"
+	// ActEnsureApplication creates spec.application's database and account on Target, the
+	// primary, and sets the account's password (binary-logged: the replicas follow).
+	ActEnsureApplication ActionKind = "EnsureApplication"
 	// ActApplySettings sets Target's online settings (Instance.Settings) with SET GLOBAL;
 	// like reloads, these come after every other action.
 	ActApplySettings ActionKind = "ApplySettings"
