@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -80,6 +81,7 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	prom := startPrometheus(t, metrics)
 	db := newCluster(ns, "db", mysqlv1beta1.DeletionPolicyDelete)
 	db.Spec.Monitoring.Exporter.Enabled = true
+	db.Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop"}
 	require.NoError(t, k8s.Create(context.Background(), db))
 	c := readyCluster(t, ns, "db")
 	require.Equal(t, mysqlv1beta1.PhaseReady, c.Status.Phase)
@@ -99,7 +101,7 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	require.Len(t, nodes, 3, "the operator's anti-affinity spreads the instances over the nodes")
 	requireClusterMetrics(t, metrics, ns, c.Name)
 	requirePrometheusSees(t, prom, ns, c.Name)
-	requireExporterReadsNoApplicationData(t, ns)
+	requireApplicationAccount(t, ns)
 	requireDashboardQueries(t, prom, ns, c.Name)
 	// Healthy: a replica's seconds behind its source is a number (NULL, so absent, once a
 	// replication thread stops).
@@ -112,25 +114,41 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	requirePrometheusForgets(t, prom, ns, c.Name)
 }
 
-// requireExporterReadsNoApplicationData connects as the exporter's account, whose
-// replication metrics Prometheus has just read, and is refused an application table.
-func requireExporterReadsNoApplicationData(t *testing.T, ns string) {
+// requireApplicationAccount connects as spec.application's account with its Secret alone
+// (through the primary Service), writes to its database and is refused the others; the
+// exporter's account, whose replication metrics Prometheus has just read, is refused the
+// application's table and does not see its database.
+func requireApplicationAccount(t *testing.T, ns string) {
 	t.Helper()
-	_, err := dbOf(t, ns, "db-0").Exec("CREATE DATABASE shop")
+	ctx := context.Background()
+	var app *sql.DB
+	waitFor(t, time.Minute, "the application account to connect", func() error {
+		var err error
+		if app, err = g.ApplicationDB(ctx, ns, "db"); err != nil {
+			return err
+		}
+		if err := app.PingContext(ctx); err != nil {
+			_ = app.Close()
+			return err
+		}
+		return nil
+	})
+	defer func() { _ = app.Close() }()
+	_, err := app.Exec("CREATE TABLE orders (id INT PRIMARY KEY, card VARCHAR(20))")
 	require.NoError(t, err)
-	_, err = dbOf(t, ns, "db-0").Exec("CREATE TABLE shop.orders (id INT PRIMARY KEY, card VARCHAR(20))")
+	_, err = app.Exec("INSERT INTO orders VALUES (1, 'x')")
 	require.NoError(t, err)
-	d, err := g.AccountDB(context.Background(), ns, "db", "db-0", resources.ExporterUser, resources.KeyExporterPassword)
+	var n int
+	require.ErrorContains(t, app.QueryRow("SELECT COUNT(*) FROM mysql.user").Scan(&n), "Error 1142", "nothing beyond its database")
+
+	d, err := g.AccountDB(ctx, ns, "db", "db-0", resources.ExporterUser, resources.KeyExporterPassword)
 	require.NoError(t, err)
 	defer func() { _ = d.Close() }()
 	require.Equal(t, []string{"Uptime"}, column(t, d, "SELECT VARIABLE_NAME FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'"),
 		"the exporter's account reads performance_schema")
-	var n int
 	err = d.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n)
 	require.ErrorContains(t, err, "Error 1142 (42000): SELECT command denied to user 'dolphin-exporter'")
 	require.NotContains(t, column(t, d, "SHOW DATABASES"), "shop")
-	_, err = dbOf(t, ns, "db-0").Exec("DROP DATABASE shop")
-	require.NoError(t, err)
 }
 
 // requireBrokenReplicationAlerts has a client with SUPER write on a replica what its

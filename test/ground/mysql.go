@@ -82,21 +82,44 @@ func (g *Ground) accountDB(ctx context.Context, namespace, cluster, host, server
 	if err != nil {
 		return nil, fmt.Errorf("while reading %s's credentials: %w", cluster, err)
 	}
-	tlsSecret, err := cs.CoreV1().Secrets(namespace).Get(ctx, resources.TLSSecretName(c), metav1.GetOptions{})
+	return g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), serverName, user, string(creds.Data[key]), "")
+}
+
+// ApplicationDB connects as an application would, with nothing but the Secret
+// <cluster>-app (its host, port, username, password and database) and the cluster's CA.
+func (g *Ground) ApplicationDB(ctx context.Context, namespace, cluster string) (*sql.DB, error) {
+	cs, err := kubernetes.NewForConfig(g.RESTConfig())
 	if err != nil {
-		return nil, fmt.Errorf("while reading %s's TLS Secret: %w", cluster, err)
+		return nil, fmt.Errorf("while creating a client: %w", err)
+	}
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
+	app, err := cs.CoreV1().Secrets(namespace).Get(ctx, resources.ApplicationSecretName(c), metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("while reading %s's application Secret: %w", cluster, err)
+	}
+	d := func(k string) string { return string(app.Data[k]) }
+	return g.tlsDB(ctx, cs, c, net.JoinHostPort(d(resources.KeyAppHost), d(resources.KeyAppPort)), d(resources.KeyAppHost),
+		d(resources.KeyAppUsername), d(resources.KeyAppPassword), d(resources.KeyAppDatabase))
+}
+
+// tlsDB connects to addr over TLS verified for serverName against the cluster's CA.
+func (g *Ground) tlsDB(ctx context.Context, cs kubernetes.Interface, c *mysqlv1beta1.MySQLCluster, addr, serverName, user, password,
+	database string) (*sql.DB, error) {
+	tlsSecret, err := cs.CoreV1().Secrets(c.Namespace).Get(ctx, resources.TLSSecretName(c), metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("while reading %s's TLS Secret: %w", c.Name, err)
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(tlsSecret.Data[resources.KeyCACert]) {
 		return nil, fmt.Errorf("secret %s has no CA certificate", tlsSecret.Name)
 	}
 	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", net.JoinHostPort(host, "3306"), user, string(creds.Data[key])
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", addr, user, password, database
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
 	cfg.TLS = &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("while connecting to %s: %w", host, err)
+		return nil, fmt.Errorf("while connecting to %s: %w", addr, err)
 	}
 	return sql.OpenDB(conn), nil
 }
