@@ -134,6 +134,9 @@ func requireApplicationAccount(t *testing.T, ns string) {
 		return nil
 	})
 	defer func() { _ = app.Close() }()
+	s := &corev1.Secret{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-app"}, s))
+	rememberSecret(string(s.Data[resources.KeyAppPassword]), ns+"/db application password")
 	_, err := app.Exec("CREATE TABLE orders (id INT PRIMARY KEY, card VARCHAR(20))")
 	require.NoError(t, err)
 	_, err = app.Exec("INSERT INTO orders VALUES (1, 'x')")

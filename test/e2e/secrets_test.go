@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -44,28 +48,72 @@ func rememberCredentials(t *testing.T, ns, cluster string) {
 	}
 }
 
-// requireNoSecretLogged scans the whole log of the operator for every secret the run
-// remembered.
+// requireNoSecretLogged scans for every secret the run remembered: the operator's whole
+// log, every Event, MySQLCluster and MySQLBackup left in the API server (spec, status,
+// annotations), and the command line of every process on the machine (every container of
+// the ground's nodes runs here: mysqld, the exporters, the operator, probes under way).
 func requireNoSecretLogged(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	log := g.FullOperatorLogs(ctx)
+	places := map[string]string{"the operator's log": log}
+	objects, err := apiObjects(ctx)
+	if err != nil {
+		return err
+	}
+	places["Events, MySQLClusters and MySQLBackups"] = objects
+	places["process command lines"] = commandLines()
 	secrets.Lock()
 	defer secrets.Unlock()
 	if len(secrets.values) == 0 {
 		return fmt.Errorf("no secret was remembered: the scan would prove nothing")
 	}
 	var found []string
-	for value, what := range secrets.values {
-		if strings.Contains(log, value) {
-			found = append(found, what)
+	for where, text := range places {
+		for value, what := range secrets.values {
+			if strings.Contains(text, value) {
+				found = append(found, what+" in "+where)
+			}
 		}
 	}
 	if len(found) > 0 {
-		return fmt.Errorf("the operator's log shows %s", strings.Join(found, ", "))
+		return fmt.Errorf("secrets leaked: %s", strings.Join(found, ", "))
 	}
-	fmt.Printf("operator log (%d bytes) scanned for %d secrets: none found\n", len(log), len(secrets.values))
+	fmt.Printf("operator log (%d bytes), API objects (%d bytes) and process command lines (%d bytes) scanned for %d secrets: none found\n",
+		len(log), len(objects), len(places["process command lines"]), len(secrets.values))
 	return requireStructuredLog(log)
+}
+
+// apiObjects is every Event, MySQLCluster and MySQLBackup of every namespace, as JSON.
+func apiObjects(ctx context.Context) (string, error) {
+	var b strings.Builder
+	for _, list := range []client.ObjectList{&corev1.EventList{}, &mysqlv1beta1.MySQLClusterList{}, &mysqlv1beta1.MySQLBackupList{}} {
+		if err := k8s.List(ctx, list); err != nil {
+			return "", fmt.Errorf("while listing %T for the secrets scan: %w", list, err)
+		}
+		raw, err := json.Marshal(list)
+		if err != nil {
+			return "", err
+		}
+		b.Write(raw)
+	}
+	return b.String(), nil
+}
+
+// commandLines is the command line of every process of this machine the scan may read.
+func commandLines() string {
+	var b strings.Builder
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil {
+			b.Write(raw)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 // controllerLifecycle matches what controller-runtime logs of a controller starting and
