@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -187,6 +188,12 @@ func (m *Manager) evictPod(ctx context.Context, cl *cluster, name string) error 
 	if err != nil {
 		return fmt.Errorf("while evicting %s: %w", name, err)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.evicted == nil {
+		m.evicted = map[string]types.UID{}
+	}
+	m.evicted[clusterKey(cl.obj)+name] = pod.UID
 	return nil
 }
 

@@ -175,9 +175,28 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 	m.resolveSources(cl, in.Instances)
 	now := m.now()
 	for k := range in.Instances {
-		in.Instances[k].Evicting, in.Instances[k].Stopped = podState(cl.pods[in.Instances[k].Name], now)
+		i := &in.Instances[k]
+		i.Evicting, i.Stopped = podState(cl.pods[i.Name], now)
+		i.Evicting = i.Evicting || m.evictionAsked(cl, i.Name)
 	}
 	return in
+}
+
+// evictionAsked says whether this manager asked for the deletion of the instance's current
+// pod (which the cache may not show yet), forgetting an eviction whose pod is gone.
+func (m *Manager) evictionAsked(cl *cluster, name string) bool {
+	key := clusterKey(cl.obj) + name
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	uid, ok := m.evicted[key]
+	if !ok {
+		return false
+	}
+	if pod := cl.pods[name]; pod == nil || pod.UID != uid {
+		delete(m.evicted, key)
+		return false
+	}
+	return true
 }
 
 // podState says whether an instance's pod is being deleted and whether no mysqld of it can

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -96,6 +97,10 @@ type Manager struct {
 	// downText is what the status says of each unreachable instance (downTextLocked).
 	downText map[string]downText
 	clones   map[string]*cloneRun // by cluster key + instance
+	// evicted is the pod whose deletion a failover asked for, by cluster key + instance:
+	// until the cache shows the deletion, the next pass (a millisecond later) must not ask
+	// again.
+	evicted map[string]types.UID
 	loops    map[string]*loop     // by cluster key
 	// announced is the bad state last announced by an Event, by cluster key.
 	announced map[string]string
@@ -287,6 +292,11 @@ func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 	for k := range m.down {
 		if strings.HasPrefix(k, prefix) {
 			delete(m.down, k)
+		}
+	}
+	for k := range m.evicted {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.evicted, k)
 		}
 	}
 	for k := range m.tlsReloads {

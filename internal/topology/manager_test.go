@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -851,4 +852,37 @@ func TestTheHistoryKeepsTheLastEntries(t *testing.T) {
 	require.Len(t, h, mysqlv1beta1.HistoryLength)
 	require.Equal(t, "db-5", h[0].Instance)
 	require.Equal(t, fmt.Sprintf("db-%d", mysqlv1beta1.HistoryLength+4), h[len(h)-1].Instance)
+}
+
+// The pass after a failover's eviction runs before the cache shows the pod's deletion: it
+// must not ask for it again.
+func TestAFailoverEvictsAHungPrimaryOnce(t *testing.T) {
+	w := newWorld(t)
+	w.c.Spec.Replication.Failover.DetectionDelay = &metav1.Duration{}
+	w.pass(t)
+	w.replicate("db-0", u1+":1-5")
+	w.pass(t)
+	pod := &corev1.Pod{}
+	require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db-0"}, pod))
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: resources.ContainerMySQL,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	require.NoError(t, w.m.Client.Status().Update(context.Background(), pod))
+	deletes := 0
+	w.m.Client = interceptor.NewClient(w.m.Client.(client.WithWatch), interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*corev1.Pod); ok {
+				deletes++
+				return nil // asked, and not seen yet: the cache still has the pod
+			}
+			return c.Delete(ctx, obj, opts...)
+		}})
+	w.instances["db-0"].hang = func(ctx context.Context) error { return fmt.Errorf("read: %w", os.ErrDeadlineExceeded) }
+	for _, n := range []string{"db-1", "db-2"} {
+		w.instances[n].status.Replica.IORunning = false
+	}
+	for range 3 {
+		w.pass(t)
+	}
+	require.Equal(t, 1, deletes, "the eviction was asked for once")
+	require.Equal(t, "db-0", w.holder(t), "nothing is promoted before the kubelet stops the old primary")
 }
