@@ -101,7 +101,7 @@ type Manager struct {
 	// until the cache shows the deletion, the next pass (a millisecond later) must not ask
 	// again.
 	evicted map[string]types.UID
-	loops    map[string]*loop     // by cluster key
+	loops   map[string]*loop // by cluster key
 	// announced is the bad state last announced by an Event, by cluster key.
 	announced map[string]string
 	// logged is the state and reason last logged, by cluster key: a cluster that stays
