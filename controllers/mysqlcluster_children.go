@@ -70,7 +70,8 @@ func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, st *s
 }
 
 // reconcileApplicationSecret makes spec.application's Secret; its password is generated
-// once. Without spec.application a Secret made before is left as it is: the account stays
+// once, and again on each rotation asked for (the pass comes back to drop the previous
+// one when its retention ends). Without spec.application a Secret made before is left as it is: the account stays
 // in MySQL (the operator never drops it), and so does its password.
 func (r *MySQLClusterReconciler) reconcileApplicationSecret(ctx context.Context, st *state) error {
 	c := st.cluster
@@ -81,7 +82,8 @@ func (r *MySQLClusterReconciler) reconcileApplicationSecret(ctx context.Context,
 	if err != nil {
 		return err
 	}
-	s, err := resources.ApplicationSecret(c, existing, nil)
+	s, discardAt, err := resources.ApplicationSecret(c, existing, nil, r.now())
+	st.discardAt = discardAt
 	if err != nil {
 		return fmt.Errorf("while generating the application's password: %w", err)
 	}

@@ -134,6 +134,8 @@ type state struct {
 	changed                        []string
 	invalid                        error
 	renewAt                        time.Time
+	// discardAt is when the application Secret's previous password goes (zero: none).
+	discardAt time.Time
 	// backups are the cluster's MySQLBackups (not being deleted); nextBackup is when
 	// the schedule is due next (zero: no schedule).
 	backups       []mysqlv1beta1.MySQLBackup
@@ -204,7 +206,7 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 // through the watch on MySQLBackups.
 func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	var after time.Duration
-	due := []time.Time{st.renewAt, st.nextBackup}
+	due := []time.Time{st.renewAt, st.nextBackup, st.discardAt}
 	if (st.roll != nil && st.roll.step != "") || st.scaleDownHeld != "" {
 		due = append(due, r.now().Add(rollRecheck))
 	}

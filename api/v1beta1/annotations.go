@@ -23,6 +23,11 @@ const (
 	// proves no acknowledged write is lost; otherwise it refuses. Either way it removes the
 	// annotation and says what it did in an Event (Failover or FailoverRefused).
 	AnnotationFailover = "mysql.dolphin-operator.io/failover"
+	// AnnotationRotateApplicationPassword asks for a new password of spec.application's
+	// account whenever its value changes (any value: a date, a counter): the Secret gets a
+	// new password and keeps the one it replaces as previous-password, which the account
+	// accepts beside the new one for spec.application.previousPasswordRetention.
+	AnnotationRotateApplicationPassword = "mysql.dolphin-operator.io/rotate-application-password"
 )
 
 // FencedInstances is the list AnnotationFencedInstances holds, in its order, without

@@ -21,6 +21,9 @@ const (
 	DefaultBackupRetentionKeep = int32(7)
 	// DefaultArchiveTimeout is how often the binary log archive rotates the primary's log.
 	DefaultArchiveTimeout = 5 * time.Minute
+	// DefaultPreviousPasswordRetention is how long the application account's previous
+	// password stays accepted after a rotation.
+	DefaultPreviousPasswordRetention = time.Hour
 )
 
 // Default fills every field the user left out, and returns the paths it filled, so the
@@ -42,6 +45,10 @@ func (c *MySQLCluster) Default() []string {
 	if s.Storage.WhenScaled == "" {
 		s.Storage.WhenScaled = DeletionPolicyRetain
 		mark("spec.storage.whenScaled")
+	}
+	if a := s.Application; a != nil && a.PreviousPasswordRetention == nil {
+		a.PreviousPasswordRetention = &metav1.Duration{Duration: DefaultPreviousPasswordRetention}
+		mark("spec.application.previousPasswordRetention")
 	}
 	ss := &s.Replication.SemiSync
 	if ss.Enabled == nil {

@@ -109,6 +109,12 @@ type ApplicationSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,32}$`
 	User string `json:"user,omitempty"`
+	// PreviousPasswordRetention is how long the password a rotation replaced stays
+	// accepted (MySQL's dual passwords), for every client to take up the new one (default
+	// 1h). A rotation is asked for with the annotation
+	// mysql.dolphin-operator.io/rotate-application-password.
+	// +optional
+	PreviousPasswordRetention *metav1.Duration `json:"previousPasswordRetention,omitempty"`
 }
 
 // ApplicationUser is the application account's name.

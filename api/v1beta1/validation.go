@@ -52,6 +52,9 @@ func validateApplication(c *MySQLCluster) field.ErrorList {
 	case "mysql", "sys", "performance_schema", "information_schema":
 		errs = append(errs, field.Invalid(p.Child("database"), a.Database, "is one of MySQL's own schemas"))
 	}
+	if r := a.PreviousPasswordRetention; r != nil && r.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("previousPasswordRetention"), r.Duration.String(), "must not be negative"))
+	}
 	user := a.ApplicationUser()
 	path := p.Child("user")
 	if a.User == "" {

@@ -2,13 +2,20 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"regexp"
+
+	gomysql "github.com/go-sql-driver/mysql"
 )
 
 // AccountOptions are an application account and its database (EnsureAccount).
 type AccountOptions struct {
 	Database, User, Password string
+	// Previous is the password a rotation replaces, still to be accepted as the account's
+	// secondary password; "" when none is (any secondary password is then discarded).
+	Previous string
 }
 
 // identifier is what EnsureAccount accepts as a database or account name, and a password's
@@ -28,19 +35,59 @@ func (i *instance) EnsureAccount(ctx context.Context, o AccountOptions) error {
 	if !passwordText.MatchString(o.Password) {
 		return fmt.Errorf("%s: the password of account %q has characters this operator does not quote", i.cfg.Addr, o.User)
 	}
+	if o.Previous != "" && !passwordText.MatchString(o.Previous) {
+		return fmt.Errorf("%s: the previous password of account %q has characters this operator does not quote", i.cfg.Addr, o.User)
+	}
 	account := "'" + o.User + "'@'%'"
-	for _, stmt := range []string{
+	stmts := []string{
 		"CREATE DATABASE IF NOT EXISTS `" + o.Database + "`",
 		"CREATE USER IF NOT EXISTS " + account + " IDENTIFIED BY '" + o.Password + "'",
-		// The password as the Secret has it now, for an account that existed (restored
-		// data, a Secret made anew).
-		"ALTER USER " + account + " IDENTIFIED BY '" + o.Password + "'",
-		"GRANT ALL PRIVILEGES ON `" + o.Database + "`.* TO " + account,
-	} {
+	}
+	switch {
+	case o.Previous == "":
+		// The password as the Secret has it now (an account that existed: restored data,
+		// a Secret made anew), and no secondary one: a rotation's retention is over.
+		stmts = append(stmts, "ALTER USER "+account+" IDENTIFIED BY '"+o.Password+"'",
+			"ALTER USER "+account+" DISCARD OLD PASSWORD")
+	default:
+		// RETAIN makes the current password the secondary one: run again once the new one
+		// is current, it would drop the previous password that clients may still use.
+		ok, err := i.accepts(ctx, o.User, o.Password)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			stmts = append(stmts, "ALTER USER "+account+" IDENTIFIED BY '"+o.Password+"' RETAIN CURRENT PASSWORD")
+		}
+	}
+	stmts = append(stmts, "GRANT ALL PRIVILEGES ON `"+o.Database+"`.* TO "+account)
+	for _, stmt := range stmts {
 		// Exec's errors name the first four words only: never the password.
 		if err := i.Exec(ctx, stmt); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// accepts reports whether the instance lets user log in with password, by logging in
+// (over TLS when the operator's own connection uses it) within ctx.
+func (i *instance) accepts(ctx context.Context, user, password string) (bool, error) {
+	cfg := i.cfg
+	cfg.User, cfg.Password = user, password
+	conn, err := gomysql.NewConnector(driverConfig(cfg))
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", i.cfg.Addr, err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	err = db.PingContext(ctx)
+	var me *gomysql.MySQLError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &me) && me.Number == 1045: // ER_ACCESS_DENIED_ERROR
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: logging in as %s: %w", i.cfg.Addr, user, err)
 }

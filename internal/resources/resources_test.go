@@ -631,3 +631,49 @@ func TestAClustersReleaseIsResolvedFromItsVersionOrItsImage(t *testing.T) {
 		t.Errorf("the default 8.4 image runs %v (%v)", v, ok)
 	}
 }
+
+func TestTheApplicationSecretRotatesItsPasswordAndKeepsThePreviousOneForItsRetention(t *testing.T) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
+		Spec: mysqlv1beta1.MySQLClusterSpec{Application: &mysqlv1beta1.ApplicationSpec{Database: "shop",
+			PreviousPasswordRetention: &metav1.Duration{Duration: 10 * time.Minute}}}}
+	now := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+	first, discard, err := ApplicationSecret(c, nil, nil, now)
+	require.NoError(t, err)
+	require.True(t, discard.IsZero())
+	pw := string(first.Data[KeyAppPassword])
+	require.Len(t, pw, PasswordLength)
+	require.Equal(t, "shop", string(first.Data[KeyAppUsername]))
+	require.Equal(t, "mysql://shop:"+pw+"@db-primary.ns.svc:3306/shop", string(first.Data[KeyAppURI]))
+	require.Equal(t, "jdbc:mysql://db-primary.ns.svc:3306/shop", string(first.Data[KeyAppJDBCURI]))
+	require.Equal(t, "db-replicas.ns.svc", string(first.Data[KeyAppReadOnlyHost]))
+	require.NotContains(t, first.Data, KeyAppPreviousPassword)
+
+	again, _, err := ApplicationSecret(c, first, nil, now.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, first.Data, again.Data, "generated once")
+
+	c.Annotations = map[string]string{mysqlv1beta1.AnnotationRotateApplicationPassword: "2026-12-06"}
+	rotated, discard, err := ApplicationSecret(c, again, nil, now)
+	require.NoError(t, err)
+	require.NotEqual(t, pw, string(rotated.Data[KeyAppPassword]))
+	require.Equal(t, pw, string(rotated.Data[KeyAppPreviousPassword]))
+	require.Equal(t, now.Add(10*time.Minute), discard)
+	require.Equal(t, map[string]string{AnnotationRotatedFor: "2026-12-06", AnnotationRotatedAt: "2026-12-06T04:00:00Z"},
+		rotated.Annotations)
+
+	later, discard, err := ApplicationSecret(c, rotated, nil, now.Add(9*time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, rotated.Data, later.Data, "the same request is answered once; the previous password stays")
+	require.Equal(t, now.Add(10*time.Minute), discard)
+
+	done, discard, err := ApplicationSecret(c, later, nil, now.Add(10*time.Minute))
+	require.NoError(t, err)
+	require.True(t, discard.IsZero())
+	require.NotContains(t, done.Data, KeyAppPreviousPassword, "dropped once its retention is over")
+	require.Equal(t, rotated.Data[KeyAppPassword], done.Data[KeyAppPassword])
+
+	c.Spec.Application = nil
+	none, _, err := ApplicationSecret(c, done, nil, now)
+	require.NoError(t, err)
+	require.Nil(t, none)
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"io"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,57 +79,98 @@ func password(random io.Reader) ([]byte, error) {
 
 // Keys of the application Secret (ApplicationSecret).
 const (
-	KeyAppUsername     = "username"
-	KeyAppPassword     = "password"
-	KeyAppDatabase     = "database"
-	KeyAppHost         = "host"
-	KeyAppReadOnlyHost = "readonly-host"
-	KeyAppPort         = "port"
-	KeyAppURI          = "uri"
-	KeyAppJDBCURI      = "jdbc-uri"
+	KeyAppUsername         = "username"
+	KeyAppPassword         = "password"
+	KeyAppPreviousPassword = "previous-password"
+	KeyAppDatabase         = "database"
+	KeyAppHost             = "host"
+	KeyAppReadOnlyHost     = "readonly-host"
+	KeyAppPort             = "port"
+	KeyAppURI              = "uri"
+	KeyAppJDBCURI          = "jdbc-uri"
+)
+
+// Annotations of the application Secret that record its last rotation: the value of the
+// cluster's rotation annotation it answered, and when.
+const (
+	AnnotationRotatedFor = "mysql.dolphin-operator.io/rotated-for"
+	AnnotationRotatedAt  = "mysql.dolphin-operator.io/rotated-at"
 )
 
 // ApplicationSecretName names the Secret of spec.application's account.
 func ApplicationSecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-app" }
 
 // ApplicationSecret is the Secret an application mounts to connect as spec.application's
-// account: the password (generated once, kept from existing) and how to reach the
-// primary and the replicas, also as a URI and a JDBC URL. Nil without spec.application.
-// Passwords come from passwordAlphabet, which needs no escaping in a URI.
-func ApplicationSecret(c *mysqlv1beta1.MySQLCluster, existing *corev1.Secret, random io.Reader) (*corev1.Secret, error) {
+// account: the password and how to reach the primary and the replicas, also as a URI and
+// a JDBC URL. Nil without spec.application. Passwords come from passwordAlphabet, which
+// needs no escaping in a URI.
+//
+// The password is generated once and kept from existing, but when the cluster's rotation
+// annotation holds a value the Secret has not answered yet: then a new one is generated
+// and the one it replaces is kept as previous-password until the retention after now has
+// passed (discardAt says when; zero when there is none to discard).
+func ApplicationSecret(c *mysqlv1beta1.MySQLCluster, existing *corev1.Secret, random io.Reader, now time.Time) (
+	s *corev1.Secret, discardAt time.Time, err error) {
 	a := c.Spec.Application
 	if a == nil {
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
 	if random == nil {
 		random = rand.Reader
 	}
-	pw := []byte(nil)
+	var pw, previous []byte
+	annotations := map[string]string{}
 	if existing != nil {
-		pw = existing.Data[KeyAppPassword]
+		pw, previous = existing.Data[KeyAppPassword], existing.Data[KeyAppPreviousPassword]
+		for _, k := range []string{AnnotationRotatedFor, AnnotationRotatedAt} {
+			if v, ok := existing.Annotations[k]; ok {
+				annotations[k] = v
+			}
+		}
+	}
+	if ask := c.Annotations[mysqlv1beta1.AnnotationRotateApplicationPassword]; ask != "" && ask != annotations[AnnotationRotatedFor] && len(pw) > 0 {
+		previous, pw = pw, nil
+		annotations[AnnotationRotatedFor], annotations[AnnotationRotatedAt] = ask, now.UTC().Format(time.RFC3339)
 	}
 	if len(pw) == 0 {
-		var err error
 		if pw, err = password(random); err != nil {
-			return nil, err
+			return nil, time.Time{}, err
+		}
+	}
+	if len(previous) > 0 {
+		retention := mysqlv1beta1.DefaultPreviousPasswordRetention
+		if a.PreviousPasswordRetention != nil {
+			retention = a.PreviousPasswordRetention.Duration
+		}
+		at, perr := time.Parse(time.RFC3339, annotations[AnnotationRotatedAt])
+		if discardAt = at.Add(retention); perr != nil || !now.Before(discardAt) {
+			previous, discardAt = nil, time.Time{}
 		}
 	}
 	host := PrimaryServiceName(c) + "." + c.Namespace + ".svc"
 	port := strconv.Itoa(MySQLPort)
 	user := a.ApplicationUser()
+	data := map[string][]byte{
+		KeyAppUsername:     []byte(user),
+		KeyAppPassword:     pw,
+		KeyAppDatabase:     []byte(a.Database),
+		KeyAppHost:         []byte(host),
+		KeyAppReadOnlyHost: []byte(ReplicasServiceName(c) + "." + c.Namespace + ".svc"),
+		KeyAppPort:         []byte(port),
+		KeyAppURI:          []byte("mysql://" + user + ":" + string(pw) + "@" + host + ":" + port + "/" + a.Database),
+		KeyAppJDBCURI:      []byte("jdbc:mysql://" + host + ":" + port + "/" + a.Database),
+	}
+	if len(previous) > 0 {
+		data[KeyAppPreviousPassword] = previous
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
 	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: ApplicationSecretName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)},
-		Type:       corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			KeyAppUsername:     []byte(user),
-			KeyAppPassword:     pw,
-			KeyAppDatabase:     []byte(a.Database),
-			KeyAppHost:         []byte(host),
-			KeyAppReadOnlyHost: []byte(ReplicasServiceName(c) + "." + c.Namespace + ".svc"),
-			KeyAppPort:         []byte(port),
-			KeyAppURI:          []byte("mysql://" + user + ":" + string(pw) + "@" + host + ":" + port + "/" + a.Database),
-			KeyAppJDBCURI:      []byte("jdbc:mysql://" + host + ":" + port + "/" + a.Database),
-		},
-	}, nil
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: ApplicationSecretName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase),
+			Annotations: annotations},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}, discardAt, nil
 }

@@ -32,7 +32,7 @@ type Application struct {
 
 // applicationDigest names what was applied without the password itself.
 func applicationDigest(o mysql.AccountOptions) string {
-	sum := sha256.Sum256([]byte(o.Database + "\x00" + o.User + "\x00" + o.Password))
+	sum := sha256.Sum256([]byte(o.Database + "\x00" + o.User + "\x00" + o.Password + "\x00" + o.Previous))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -51,7 +51,8 @@ func (m *Manager) loadApplication(ctx context.Context, cl *cluster) (*Applicatio
 	case err != nil:
 		return nil, fmt.Errorf("while reading the application Secret: %w", err)
 	}
-	o := mysql.AccountOptions{Database: a.Database, User: a.ApplicationUser(), Password: string(s.Data[resources.KeyAppPassword])}
+	o := mysql.AccountOptions{Database: a.Database, User: a.ApplicationUser(), Password: string(s.Data[resources.KeyAppPassword]),
+		Previous: string(s.Data[resources.KeyAppPreviousPassword])}
 	if o.Password == "" {
 		return nil, nil
 	}

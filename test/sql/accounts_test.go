@@ -63,6 +63,24 @@ func TestTheApplicationAccountReachesItsDatabaseOnlyAndReplicates(t *testing.T) 
 		"SELECT COUNT(*) FROM orders").Scan(&n))
 	require.Equal(t, 1, n)
 
+	// A rotation: the new password becomes the account's, the previous one stays accepted
+	// (MySQL's dual passwords), also when the same rotation is applied again; then the
+	// previous one is discarded.
+	o.Password, o.Previous = "thirdPassword3", "secondPassword2"
+	require.NoError(t, in[0].EnsureAccount(ctx, o))
+	require.NoError(t, in[0].EnsureAccount(ctx, o), "applied again, the previous password must survive")
+	for _, pw := range []string{"secondPassword2", "thirdPassword3"} {
+		require.NoError(t, connectAs(t, servers[0].Addr(), "web", pw, "shop").PingContext(ctx), pw)
+	}
+	st, err = in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NoError(t, in[1].WaitForGTID(ctx, st.GTIDExecuted, 30*time.Second))
+	require.NoError(t, connectAs(t, servers[1].Addr(), "web", "secondPassword2", "shop").PingContext(ctx), "the replica too")
+	o.Previous = ""
+	require.NoError(t, in[0].EnsureAccount(ctx, o))
+	require.ErrorContains(t, connectAs(t, servers[0].Addr(), "web", "secondPassword2", "shop").PingContext(ctx), "Error 1045")
+	require.NoError(t, connectAs(t, servers[0].Addr(), "web", "thirdPassword3", "shop").PingContext(ctx))
+
 	// Names and passwords it would have to quote are refused before any statement.
 	for _, bad := range []mysql.AccountOptions{{Database: "shop`; DROP", User: "web", Password: "longenough1"},
 		{Database: "shop", User: "we'b", Password: "longenough1"}, {Database: "shop", User: "web", Password: "it's'long"}} {
