@@ -43,13 +43,12 @@ func (i *instance) EnsureAccount(ctx context.Context, o AccountOptions) error {
 		"CREATE DATABASE IF NOT EXISTS `" + o.Database + "`",
 		"CREATE USER IF NOT EXISTS " + account + " IDENTIFIED BY '" + o.Password + "'",
 	}
-	switch {
-	case o.Previous == "":
+	if o.Previous == "" {
 		// The password as the Secret has it now (an account that existed: restored data,
 		// a Secret made anew), and no secondary one: a rotation's retention is over.
 		stmts = append(stmts, "ALTER USER "+account+" IDENTIFIED BY '"+o.Password+"'",
 			"ALTER USER "+account+" DISCARD OLD PASSWORD")
-	default:
+	} else {
 		// RETAIN makes the current password the secondary one: run again once the new one
 		// is current, it would drop the previous password that clients may still use.
 		ok, err := i.accepts(ctx, o.User, o.Password)
