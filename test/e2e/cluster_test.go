@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,7 +83,8 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	prom := startPrometheus(t, metrics)
 	db := newCluster(ns, "db", mysqlv1beta1.DeletionPolicyDelete)
 	db.Spec.Monitoring.Exporter.Enabled = true
-	db.Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop"}
+	db.Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop",
+		PreviousPasswordRetention: &metav1.Duration{Duration: 20 * time.Second}}
 	require.NoError(t, k8s.Create(context.Background(), db))
 	c := readyCluster(t, ns, "db")
 	require.Equal(t, mysqlv1beta1.PhaseReady, c.Status.Phase)
@@ -102,6 +105,7 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	requireClusterMetrics(t, metrics, ns, c.Name)
 	requirePrometheusSees(t, prom, ns, c.Name)
 	requireApplicationAccount(t, ns)
+	requireApplicationPasswordRotation(t, ns)
 	requireDashboardQueries(t, prom, ns, c.Name)
 	// Healthy: a replica's seconds behind its source is a number (NULL, so absent, once a
 	// replication thread stops).
@@ -152,6 +156,106 @@ func requireApplicationAccount(t *testing.T, ns string) {
 	err = d.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n)
 	require.ErrorContains(t, err, "Error 1142 (42000): SELECT command denied to user 'dolphin-exporter'")
 	require.NotContains(t, column(t, d, "SHOW DATABASES"), "shop")
+}
+
+// requireApplicationPasswordRotation rotates the application account's password under
+// writes: a writer on connections made with the old password, then on new ones made with
+// the new password (once it logs in), fails no write; new connections with the old one are
+// accepted until the previous password's retention (20 s here) ends, and refused after.
+func requireApplicationPasswordRotation(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	secret := func() *corev1.Secret {
+		s := &corev1.Secret{}
+		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-app"}, s))
+		return s
+	}
+	old := string(secret().Data[resources.KeyAppPassword])
+	oldDB, err := g.ApplicationDB(ctx, ns, "db")
+	require.NoError(t, err)
+	defer func() { _ = oldDB.Close() }()
+	var mu sync.Mutex
+	current, writes, failed := oldDB, 0, []string{}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for id := 1000; ; id++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			mu.Lock()
+			d := current
+			mu.Unlock()
+			_, err := d.Exec("INSERT INTO orders VALUES (?, 'w')", id)
+			mu.Lock()
+			writes++
+			if err != nil {
+				failed = append(failed, err.Error())
+			}
+			mu.Unlock()
+		}
+	}()
+
+	c := &mysqlv1beta1.MySQLCluster{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, c))
+	patch := client.MergeFrom(c.DeepCopy())
+	c.Annotations = map[string]string{mysqlv1beta1.AnnotationRotateApplicationPassword: "first"}
+	require.NoError(t, k8s.Patch(ctx, c, patch))
+	var rotated *corev1.Secret
+	waitFor(t, time.Minute, "a new password in db-app", func() error {
+		if rotated = secret(); string(rotated.Data[resources.KeyAppPassword]) == old {
+			return fmt.Errorf("not rotated yet")
+		}
+		return nil
+	})
+	require.Equal(t, old, string(rotated.Data[resources.KeyAppPreviousPassword]))
+	rememberSecret(string(rotated.Data[resources.KeyAppPassword]), ns+"/db rotated application password")
+	var newDB *sql.DB
+	took := waitFor(t, time.Minute, "the new password to log in", func() error {
+		if newDB, err = g.ApplicationDB(ctx, ns, "db"); err != nil {
+			return err
+		}
+		if err := newDB.PingContext(ctx); err != nil {
+			_ = newDB.Close()
+			return err
+		}
+		return nil
+	})
+	defer func() { _ = newDB.Close() }()
+	mu.Lock()
+	current = newDB
+	mu.Unlock()
+	t.Logf("the new password logs in %s after the Secret changed", took.Round(10*time.Millisecond))
+	oldLogin := func() error { return connectWith(t, ns, old).PingContext(ctx) }
+	require.NoError(t, oldLogin(), "the previous password is accepted during its retention")
+	time.Sleep(2 * time.Second)
+
+	waitFor(t, time.Minute, "the previous password to be refused once its retention ends", func() error {
+		if err := oldLogin(); err == nil || !strings.Contains(err.Error(), "Error 1045") {
+			return fmt.Errorf("old password: %v", err)
+		}
+		return nil
+	})
+	require.NotContains(t, secret().Data, resources.KeyAppPreviousPassword)
+	close(stop)
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, failed, "writes failed across the rotation")
+	require.Greater(t, writes, 50)
+	t.Logf("%d writes across the rotation, none failed", writes)
+}
+
+// connectWith connects as the application account with another password than its Secret's.
+func connectWith(t *testing.T, ns, password string) *sql.DB {
+	t.Helper()
+	d, err := g.ApplicationDBWithPassword(context.Background(), ns, "db", password)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
 }
 
 // requireBrokenReplicationAlerts has a client with SUPER write on a replica what its

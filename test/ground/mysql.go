@@ -88,6 +88,12 @@ func (g *Ground) accountDB(ctx context.Context, namespace, cluster, host, server
 // ApplicationDB connects as an application would, with nothing but the Secret
 // <cluster>-app (its host, port, username, password and database) and the cluster's CA.
 func (g *Ground) ApplicationDB(ctx context.Context, namespace, cluster string) (*sql.DB, error) {
+	return g.ApplicationDBWithPassword(ctx, namespace, cluster, "")
+}
+
+// ApplicationDBWithPassword is ApplicationDB with another password than the Secret's
+// ("": the Secret's).
+func (g *Ground) ApplicationDBWithPassword(ctx context.Context, namespace, cluster, password string) (*sql.DB, error) {
 	cs, err := kubernetes.NewForConfig(g.RESTConfig())
 	if err != nil {
 		return nil, fmt.Errorf("while creating a client: %w", err)
@@ -98,8 +104,11 @@ func (g *Ground) ApplicationDB(ctx context.Context, namespace, cluster string) (
 		return nil, fmt.Errorf("while reading %s's application Secret: %w", cluster, err)
 	}
 	d := func(k string) string { return string(app.Data[k]) }
+	if password == "" {
+		password = d(resources.KeyAppPassword)
+	}
 	return g.tlsDB(ctx, cs, c, net.JoinHostPort(d(resources.KeyAppHost), d(resources.KeyAppPort)), d(resources.KeyAppHost),
-		d(resources.KeyAppUsername), d(resources.KeyAppPassword), d(resources.KeyAppDatabase))
+		d(resources.KeyAppUsername), password, d(resources.KeyAppDatabase))
 }
 
 // tlsDB connects to addr over TLS verified for serverName against the cluster's CA.
