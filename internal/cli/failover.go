@@ -109,28 +109,38 @@ func (o *options) failover(ctx context.Context, name string, timeout time.Durati
 	return o.failoverAnswer(ctx, c, primary, start)
 }
 
-// failoverAnswer prints the operator's answer to a withdrawn request: its Event, or, when
-// that is lost, what the Lease says.
+// eventWait bounds the wait for the operator's Event after the request is withdrawn: the
+// operator records it just after, and Events are written asynchronously.
+var eventWait = 15 * time.Second
+
+// failoverAnswer prints the operator's answer to a withdrawn request, its Event.
 func (o *options) failoverAnswer(ctx context.Context, c *mysqlv1beta1.MySQLCluster, primary string, start time.Time) error {
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, eventWait)
 	defer cancel()
-	e, err := o.newestEvent(rctx, c, start, func(e *corev1.Event) bool {
-		return e.Action == manualFailoverAction && strings.HasPrefix(e.Message, "Manual failover from "+primary)
-	})
-	if err != nil {
-		return err
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
+		e, err := o.newestEvent(rctx, c, start, func(e *corev1.Event) bool {
+			return e.Action == manualFailoverAction && strings.HasPrefix(e.Message, "Manual failover from "+primary)
+		})
+		rcancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			return err
+		case e != nil && e.Reason == mysqlv1beta1.ReasonFailoverRefused:
+			return withCode(ExitRefused, "the operator refused: %s", e.Message)
+		case e != nil:
+			fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
+			fmt.Fprintf(o.io.Out, "Failover done after %s; kubectl dolphin status %s shows the old primary rejoining.\n",
+				o.now().Sub(start).Round(100*time.Millisecond), c.Name)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return withCode(ExitFailed, "the operator withdrew the request, and no Event of its answer came within %s: "+
+				"kubectl dolphin status %s shows who is primary", eventWait, c.Name)
+		case <-time.After(o.poll):
+		}
 	}
-	if e != nil && e.Reason == mysqlv1beta1.ReasonFailoverRefused {
-		return withCode(ExitRefused, "the operator refused: %s", e.Message)
-	}
-	if e != nil {
-		fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
-		fmt.Fprintf(o.io.Out, "Failover done after %s; kubectl dolphin status %s shows the old primary rejoining.\n",
-			o.now().Sub(start).Round(100*time.Millisecond), c.Name)
-		return nil
-	}
-	return withCode(ExitFailed, "the operator withdrew the request and its Event is not there: "+
-		"kubectl dolphin status %s shows who is primary", c.Name)
 }
 
 // newestEvent is the newest Event about cluster c since start that match accepts (nil when

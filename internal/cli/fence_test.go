@@ -175,3 +175,56 @@ func TestStatusShowsAFencedInstance(t *testing.T) {
       "role": "none",
       "fenced": true,`)
 }
+
+// The operator's Event may be written a moment after it withdrew the request: the plugin
+// waits for it, within eventWait.
+func TestFailoverWaitsForTheOperatorsEvent(t *testing.T) {
+	objs, sql := degradedWorld()
+	lists := 0
+	funcs := failoverOperator(t, false)
+	get := funcs.Get
+	var event *corev1.Event
+	funcs.Get = func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if err := get(ctx, c, key, obj, opts...); err != nil {
+			return err
+		}
+		// Take the answer's Event out again: it comes with the third list.
+		if e := (&corev1.Event{}); event == nil && c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db.answer"}, e) == nil {
+			event = e
+			require.NoError(t, c.Delete(ctx, e))
+		}
+		return nil
+	}
+	funcs.List = func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*corev1.EventList); ok {
+			if lists++; lists == 3 {
+				event.ResourceVersion = ""
+				require.NoError(t, c.Create(ctx, event))
+			}
+		}
+		return c.List(ctx, list, opts...)
+	}
+	h := newHarness(t, sql, funcs, withLease(objs, "db-0")...)
+	h.o.now = ticking()
+	require.Equal(t, ExitOK, h.run("failover", "db", "--force"), h.err.String())
+	require.Equal(t, 3, lists)
+	require.Contains(t, h.out.String(), "The operator reports: Manual failover from db-0")
+
+	was := eventWait
+	eventWait = 50 * time.Millisecond
+	t.Cleanup(func() { eventWait = was })
+	objs, sql = degradedWorld()
+	funcs = failoverOperator(t, false)
+	get2 := funcs.Get
+	funcs.Get = func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if err := get2(ctx, c, key, obj, opts...); err != nil {
+			return err
+		}
+		_ = c.Delete(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db.answer"}})
+		return nil
+	}
+	h = newHarness(t, sql, funcs, withLease(objs, "db-0")...)
+	h.o.now = ticking()
+	require.Equal(t, ExitFailed, h.run("failover", "db", "--force"))
+	require.Contains(t, h.err.String(), "the operator withdrew the request, and no Event of its answer came within 50ms")
+}
