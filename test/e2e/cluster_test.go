@@ -235,7 +235,7 @@ func requireApplicationPasswordRotation(t *testing.T, ns string) {
 
 	waitFor(t, time.Minute, "the previous password to be refused once its retention ends", func() error {
 		if err := oldLogin(); err == nil || !strings.Contains(err.Error(), "Error 1045") {
-			return fmt.Errorf("old password: %v", err)
+			return fmt.Errorf("old password: %w", err)
 		}
 		return nil
 	})
