@@ -125,12 +125,14 @@ func (o *options) switchoverEvent(ctx context.Context, c *mysqlv1beta1.MySQLClus
 	return e.Message, nil
 }
 
+// eventTime is when the Event was last seen: an Event that recurs (the same note again)
+// is one object with a series, whose first time is its eventTime.
 func eventTime(e *corev1.Event) time.Time {
 	switch {
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
 	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
 		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
 	}
 	return e.LastTimestamp.Time
 }

@@ -228,3 +228,48 @@ func TestFailoverWaitsForTheOperatorsEvent(t *testing.T) {
 	require.Equal(t, ExitFailed, h.run("failover", "db", "--force"))
 	require.Contains(t, h.err.String(), "the operator withdrew the request, and no Event of its answer came within 50ms")
 }
+
+// rotatingOperator answers a rotation as the operator does: an ApplicationAccount Event,
+// here one that recurs (a series whose first time is before the rotation), seen by the
+// plugin's next read of Events.
+func rotatingOperator(t *testing.T) *interceptor.Funcs {
+	return &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		cl := &mysqlv1beta1.MySQLCluster{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db"}, cl))
+		if _, ok := list.(*corev1.EventList); ok && cl.Annotations[mysqlv1beta1.AnnotationRotateApplicationPassword] != "" {
+			e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db.account"},
+				InvolvedObject: corev1.ObjectReference{Kind: "MySQLCluster", Namespace: "ns", Name: "db", UID: cl.UID},
+				Type:           corev1.EventTypeNormal, Reason: mysqlv1beta1.ReasonApplicationAccount, Action: "EnsureApplication",
+				EventTime: metav1.NewMicroTime(base.Add(-time.Hour)),
+				Series:    &corev1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(base.Add(time.Second))},
+				Message:   "Account shop has every privilege on database shop (created if missing) and the password of Secret db-app"}
+			if err := c.Create(ctx, e); err != nil && !strings.Contains(err.Error(), "already exists") {
+				return err
+			}
+		}
+		return c.List(ctx, list, opts...)
+	}}
+}
+
+func TestRotatePasswordAsksAndWaitsForTheOperator(t *testing.T) {
+	objs, sql := degradedWorld()
+	objs[0].(*mysqlv1beta1.MySQLCluster).Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop",
+		PreviousPasswordRetention: &metav1.Duration{Duration: 10 * time.Minute}}
+	h := newHarness(t, sql, rotatingOperator(t), objs...)
+	require.Equal(t, ExitOK, h.run("rotate-password", "db"), h.err.String())
+	require.Equal(t, base.Format(time.RFC3339Nano), h.cluster(t).Annotations[mysqlv1beta1.AnnotationRotateApplicationPassword])
+	require.Contains(t, h.out.String(), "The operator reports: Account shop has every privilege on database shop")
+	require.Contains(t, h.out.String(), "The new password is in Secret db-app (key password); the previous one (key previous-password) "+
+		"logs in until about 2026-12-05T12:10:00Z.")
+
+	objs, sql = degradedWorld()
+	h = newHarness(t, sql, nil, objs...)
+	require.Equal(t, ExitRefused, h.run("rotate-password", "db"))
+	require.Contains(t, h.err.String(), "db has no spec.application")
+
+	objs, sql = degradedWorld()
+	objs[0].(*mysqlv1beta1.MySQLCluster).Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop"}
+	h = newHarness(t, sql, nil, objs...)
+	require.Equal(t, ExitTimeout, h.run("rotate-password", "db", "--timeout", "50ms"))
+	require.Contains(t, h.err.String(), "the operator has not reported the new password set after 50ms (is it running?)")
+}

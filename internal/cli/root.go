@@ -1,7 +1,8 @@
 // Package cli is kubectl-dolphin, the kubectl plugin platform teams drive Dolphin's
 // clusters with: status (what the operator reports, and what each instance says over SQL
 // through kubectl exec), switchover, a manual failover, fence and unfence, pause, resume,
-// backup, a restored cluster's manifest, a mysql client session and a support report. It talks to the API server only, as the
+// rotating the application password, backup, a restored cluster's manifest, a mysql client
+// session and a support report. It talks to the API server only, as the
 // user running it, with kubectl's own connection flags (--kubeconfig, --context, -n, ...).
 //
 // Every request and every wait has a deadline (but a mysql session, which its user ends),
@@ -103,7 +104,7 @@ func newRootCommand(o *options) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%w", err) })
 	o.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newStatusCommand(o), newSwitchoverCommand(o), newPauseCommand(o, true), newPauseCommand(o, false),
-		newFenceCommand(o, true), newFenceCommand(o, false), newFailoverCommand(o),
+		newFenceCommand(o, true), newFenceCommand(o, false), newFailoverCommand(o), newRotatePasswordCommand(o),
 		newBackupCommand(o), newRestoreCommand(o), newMySQLCommand(o), newReportCommand(o), newVersionCommand(o))
 	return root
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/cli"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/ground/suite"
@@ -159,7 +160,7 @@ func requireApplicationAccount(t *testing.T, ns string) {
 }
 
 // requireApplicationPasswordRotation rotates the application account's password under
-// writes: a writer on connections made with the old password, then on new ones made with
+// writes, with kubectl dolphin rotate-password: a writer on connections made with the old password, then on new ones made with
 // the new password (once it logs in), fails no write; new connections with the old one are
 // accepted until the previous password's retention (20 s here) ends, and refused after.
 func requireApplicationPasswordRotation(t *testing.T, ns string) {
@@ -199,11 +200,10 @@ func requireApplicationPasswordRotation(t *testing.T, ns string) {
 		}
 	}()
 
-	c := &mysqlv1beta1.MySQLCluster{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, c))
-	patch := client.MergeFrom(c.DeepCopy())
-	c.Annotations = map[string]string{mysqlv1beta1.AnnotationRotateApplicationPassword: "first"}
-	require.NoError(t, k8s.Patch(ctx, c, patch))
+	code, out, errOut := plugin(t, "-n", ns, "rotate-password", "db")
+	t.Logf("rotate-password:\n%s%s", out, errOut)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Contains(t, out, "The operator reports: Account shop has every privilege on database shop")
 	var rotated *corev1.Secret
 	waitFor(t, time.Minute, "a new password in db-app", func() error {
 		if rotated = secret(); string(rotated.Data[resources.KeyAppPassword]) == old {

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+)
+
+func newRotatePasswordCommand(o *options) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "rotate-password CLUSTER",
+		Short: "Give the application account a new password; the old one keeps working for a while",
+		Long: "rotate-password sets the cluster's annotation " + mysqlv1beta1.AnnotationRotateApplicationPassword + "\n" +
+			"to the current time and waits until the operator reports the new password set on the\n" +
+			"primary (its ApplicationAccount Event). The Secret <cluster>-app then holds the new\n" +
+			"password, and the old one (previous-password) logs in too until\n" +
+			"spec.application.previousPasswordRetention has passed. The password itself is not printed.",
+		Args: exactArgs("CLUSTER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return usageErrorf("--timeout %s: want a positive duration", timeout)
+			}
+			return o.rotatePassword(cmd.Context(), args[0], timeout)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the operator")
+	return cmd
+}
+
+func (o *options) rotatePassword(ctx context.Context, name string, timeout time.Duration) error {
+	start := o.now()
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	c, err := o.getCluster(rctx, name)
+	if err != nil {
+		return err
+	}
+	if c.Spec.Application == nil {
+		return withCode(ExitRefused, "%s has no spec.application: there is no application account to rotate", name)
+	}
+	if c.Spec.Paused {
+		return withCode(ExitRefused, "%s is paused: the operator would not rotate (kubectl dolphin resume %s first)", name, name)
+	}
+	token := start.UTC().Format(time.RFC3339Nano)
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[mysqlv1beta1.AnnotationRotateApplicationPassword] = token
+	if err := o.client.Patch(rctx, c, patch); err != nil {
+		return apiError("patch", "mysqlclusters", c.Namespace, name, err)
+	}
+	fmt.Fprintf(o.io.Out, "Rotation of %s's application password asked for (annotation %s=%s).\n", name,
+		mysqlv1beta1.AnnotationRotateApplicationPassword, token)
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	defer wcancel()
+	for {
+		ectx, ecancel := context.WithTimeout(wctx, requestTimeout)
+		e, err := o.newestEvent(ectx, c, start, func(e *corev1.Event) bool {
+			return e.Reason == mysqlv1beta1.ReasonApplicationAccount
+		})
+		ecancel()
+		if err != nil && wctx.Err() == nil {
+			return err
+		}
+		if e != nil {
+			retention := mysqlv1beta1.DefaultPreviousPasswordRetention
+			if r := c.Spec.Application.PreviousPasswordRetention; r != nil {
+				retention = r.Duration
+			}
+			fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
+			fmt.Fprintf(o.io.Out, "The new password is in Secret %s (key %s); the previous one (key %s) logs in until about %s.\n",
+				resources.ApplicationSecretName(c), resources.KeyAppPassword, resources.KeyAppPreviousPassword,
+				start.Add(retention).UTC().Format(time.RFC3339))
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return withCode(ExitTimeout, "the operator has not reported the new password set after %s (is it running?); "+
+				"the rotation stays asked for", timeout)
+		case <-time.After(o.poll):
+		}
+	}
+}
