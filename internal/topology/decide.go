@@ -129,31 +129,11 @@ func backlog(i *Instance) int64 { return i.has().Subtract(i.Executed).Count() }
 // acknowledged write can be lost (quorum), freeze every candidate's receiver, then promote
 // the candidate that received the most, after it has applied all of it.
 func primaryDown(in Input, p *Instance) Decision {
+	if d, wait := waitForPrimary(in, p); wait {
+		return d
+	}
 	d := Decision{Roles: noRoles(in)}
 	name := in.Primary
-	if in.Fenced[name] {
-		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonInstanceFenced, name
-		d.Message = fmt.Sprintf("primary %s is fenced and does not answer (%s); no failover while it is fenced", name, orUnknown(errorOf(p)))
-		d.RequeueAfter = 5 * time.Second
-		markReplicas(in, &d, name)
-		return d
-	}
-	if p != nil && !in.FailoverEnabled {
-		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonFailoverDisabled, name
-		d.Message = fmt.Sprintf("primary %s is unreachable (%s) and automatic failover is disabled", name, p.Error)
-		d.RequeueAfter = 5 * time.Second
-		markReplicas(in, &d, name)
-		return d
-	}
-	if p != nil && p.UnreachableFor < in.DetectionDelay {
-		d.State, d.Reason, d.Primary = StatePrimaryUnreachable, mysqlv1beta1.ReasonPrimaryUnavailable, name
-		d.Roles[name] = resources.RolePrimary
-		d.Message = fmt.Sprintf("primary %s unreachable for %s (%s); failover after %s", name,
-			p.UnreachableFor.Round(100*time.Millisecond), p.Error, in.DetectionDelay)
-		d.RequeueAfter = in.DetectionDelay - p.UnreachableFor
-		markReplicas(in, &d, name)
-		return d
-	}
 	d.State, d.Reason = StateFailover, mysqlv1beta1.ReasonFailover
 	for _, i := range in.Instances {
 		// Another writable instance is fenced before anything else, as with a primary up.
@@ -228,6 +208,33 @@ func primaryDown(in Input, p *Instance) Decision {
 	d.Message = fmt.Sprintf("primary %s lost: promoting %s (%d transactions)", name, best.Name, best.has().Count())
 	d.RequeueAfter = time.Millisecond
 	return d
+}
+
+// waitForPrimary is the decision to wait for a primary that does not answer, rather than
+// fail over, when the primary is fenced, failover is disabled, or the detection delay has
+// not passed; wait is false otherwise. The replicas that still replicate serve reads
+// meanwhile.
+func waitForPrimary(in Input, p *Instance) (d Decision, wait bool) {
+	d = Decision{Roles: noRoles(in), State: StatePrimaryUnreachable, Primary: in.Primary, RequeueAfter: 5 * time.Second}
+	name := in.Primary
+	switch {
+	case in.Fenced[name]:
+		d.Reason = mysqlv1beta1.ReasonInstanceFenced
+		d.Message = fmt.Sprintf("primary %s is fenced and does not answer (%s); no failover while it is fenced", name, orUnknown(errorOf(p)))
+	case p != nil && !in.FailoverEnabled:
+		d.Reason = mysqlv1beta1.ReasonFailoverDisabled
+		d.Message = fmt.Sprintf("primary %s is unreachable (%s) and automatic failover is disabled", name, p.Error)
+	case p != nil && p.UnreachableFor < in.DetectionDelay:
+		d.Reason = mysqlv1beta1.ReasonPrimaryUnavailable
+		d.Roles[name] = resources.RolePrimary
+		d.Message = fmt.Sprintf("primary %s unreachable for %s (%s); failover after %s", name,
+			p.UnreachableFor.Round(100*time.Millisecond), p.Error, in.DetectionDelay)
+		d.RequeueAfter = in.DetectionDelay - p.UnreachableFor
+	default:
+		return Decision{}, false
+	}
+	markReplicas(in, &d, name)
+	return d, true
 }
 
 // candidates splits the replicas of a lost primary into those that may replace it and the
