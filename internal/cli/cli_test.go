@@ -46,6 +46,9 @@ func testCluster(ns, name string) *mysqlv1beta1.MySQLCluster {
 			Endpoints: mysqlv1beta1.ClusterEndpoints{Primary: name + "-primary." + ns + ".svc:3306",
 				Replicas: name + "-replicas." + ns + ".svc:3306"},
 			Backup: mysqlv1beta1.BackupStatus{LastSuccessful: at(-2 * time.Hour), NextScheduled: at(22 * time.Hour)},
+			History: []mysqlv1beta1.HistoryEntry{
+				{Time: *at(-72 * time.Hour), Action: "Bootstrap", Instance: name + "-0", Reason: mysqlv1beta1.ReasonBootstrap},
+				{Time: *at(-5 * time.Minute), Action: "Clone", Instance: name + "-2", From: name + "-0", Reason: mysqlv1beta1.ReasonCloning}},
 			Conditions: []metav1.Condition{
 				{Type: mysqlv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: mysqlv1beta1.ReasonInstancesNotReady,
 					Message: "2 of 3 instances ready", LastTransitionTime: *at(-5 * time.Minute)},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +273,21 @@ func TestRotatePasswordAsksAndWaitsForTheOperator(t *testing.T) {
 	h = newHarness(t, sql, nil, objs...)
 	require.Equal(t, ExitTimeout, h.run("rotate-password", "db", "--timeout", "50ms"))
 	require.Contains(t, h.err.String(), "the operator has not reported the new password set after 50ms (is it running?)")
+}
+
+func TestStatusShowsTheLastFiveActions(t *testing.T) {
+	objs, sql := degradedWorld()
+	c := objs[0].(*mysqlv1beta1.MySQLCluster)
+	c.Status.History = nil
+	for k := range 7 {
+		c.Status.History = append(c.Status.History, mysqlv1beta1.HistoryEntry{Time: *at(time.Duration(k-7) * time.Minute),
+			Action: "Fence", Instance: fmt.Sprintf("db-%d", k)})
+	}
+	h := newHarness(t, sql, nil, objs...)
+	require.Equal(t, ExitOK, h.run("status", "db"), h.err.String())
+	out := h.out.String()
+	require.NotContains(t, out, "Fence         db-1")
+	require.Regexp(t, `(?m)^Fence\s+db-2\s+-\s+`, out)
+	require.Regexp(t, `(?m)^Fence\s+db-6\s+-\s+`, out)
+	require.Equal(t, 5, strings.Count(out, "\nFence "))
 }

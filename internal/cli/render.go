@@ -24,6 +24,10 @@ const (
 	colorYellow = "\x1b[33m"
 )
 
+// historyShown is how many of the operator's last actions the status table shows (JSON and
+// YAML have all of status.history).
+const historyShown = 5
+
 // cell is a table cell: its text, and the colour it is printed in on a terminal.
 type cell struct {
 	text  string
@@ -225,6 +229,15 @@ func (o *options) printReport(r *Report, output string) error {
 			plain(o.ago(&c.LastTransitionTime)), plain(c.Message))
 	}
 	conds.write(w)
+	if len(r.History) > 0 {
+		fmt.Fprintln(w)
+		last := &table{color: o.color}
+		last.add(plain("LAST ACTIONS"), plain("INSTANCE"), plain("FROM"), plain("REASON"), plain("AGE"))
+		for _, e := range r.History[max(0, len(r.History)-historyShown):] {
+			last.add(plain(e.Action), plain(e.Instance), plain(dash(e.From)), plain(e.Reason), plain(o.ago(&e.Time)))
+		}
+		last.write(w)
+	}
 	if len(r.Notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range r.Notes {

@@ -43,6 +43,9 @@ type Report struct {
 	Backup         mysqlv1beta1.BackupStatus     `json:"backup"`
 	Rollout        *mysqlv1beta1.RolloutStatus   `json:"rollout,omitempty"`
 	Conditions     []metav1.Condition            `json:"conditions,omitempty"`
+	// History is status.history, the operator's last actions on the instances; only
+	// status of a single cluster fills it.
+	History []mysqlv1beta1.HistoryEntry `json:"history,omitempty"`
 	// Members are the instances, by ordinal; only status of a single cluster fills them.
 	Members []Member `json:"members,omitempty"`
 	// Notes say what the report could not tell (an instance not read, a status older
@@ -180,6 +183,7 @@ func (o *options) report(ctx context.Context, name string) (*Report, error) {
 // read over SQL, side by side.
 func (o *options) reportOf(ctx context.Context, c *mysqlv1beta1.MySQLCluster, pods []corev1.Pod) *Report {
 	r := summary(c)
+	r.History = c.Status.History
 	byName := map[string]*corev1.Pod{}
 	for i := range pods {
 		byName[pods[i].Name] = &pods[i]
