@@ -61,6 +61,55 @@ func isInstance(c *mysqlv1beta1.MySQLCluster, instance string) error {
 	return nil
 }
 
+// notPaused refuses a request the operator would not carry out (doing) on a paused cluster.
+func notPaused(c *mysqlv1beta1.MySQLCluster, doing string) error {
+	if c.Spec.Paused {
+		return withCode(ExitRefused, "%s is paused: the operator would not %s (kubectl dolphin resume %s first)", c.Name, doing, c.Name)
+	}
+	return nil
+}
+
+// setAnnotation sets (or, with value "", removes) one annotation of the cluster, under its
+// resourceVersion: a cluster changed since c was read is not overwritten.
+func (o *options) setAnnotation(ctx context.Context, c *mysqlv1beta1.MySQLCluster, key, value string) error {
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[key] = value
+	if value == "" {
+		delete(c.Annotations, key)
+	}
+	if err := o.client.Patch(ctx, c, patch); err != nil {
+		return apiError("patch", "mysqlclusters", c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// waitForEvent polls, every o.poll for at most within, for the newest Event about c since
+// start that match accepts; nil when none came in time.
+func (o *options) waitForEvent(ctx context.Context, c *mysqlv1beta1.MySQLCluster, start time.Time, within time.Duration,
+	match func(*corev1.Event) bool) (*corev1.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
+		e, err := o.newestEvent(rctx, c, start, match)
+		rcancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			return nil, err
+		case e != nil:
+			return e, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(o.poll):
+		}
+	}
+}
+
 func (o *options) switchover(ctx context.Context, name, to string, timeout time.Duration, wait bool) error {
 	start := o.now()
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -72,8 +121,8 @@ func (o *options) switchover(ctx context.Context, name, to string, timeout time.
 	if err := isInstance(c, to); err != nil {
 		return err
 	}
-	if c.Spec.Paused {
-		return withCode(ExitRefused, "%s is paused: the operator would not switch over (kubectl dolphin resume %s first)", name, name)
+	if err := notPaused(c, "switch over"); err != nil {
+		return err
 	}
 	if c.Status.CurrentPrimary == to && c.Spec.Primary == to {
 		fmt.Fprintf(o.io.Out, "%s is already the primary of %s/%s.\n", to, c.Namespace, name)

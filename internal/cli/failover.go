@@ -59,8 +59,8 @@ func (o *options) failover(ctx context.Context, name string, timeout time.Durati
 	if err != nil {
 		return err
 	}
-	if c.Spec.Paused {
-		return withCode(ExitRefused, "%s is paused: the operator would not fail over (kubectl dolphin resume %s first)", name, name)
+	if err := notPaused(c, "fail over"); err != nil {
+		return err
 	}
 	lease := &coordinationv1.Lease{}
 	err = o.client.Get(rctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.PrimaryLeaseName(c)}, lease)
@@ -77,13 +77,8 @@ func (o *options) failover(ctx context.Context, name string, timeout time.Durati
 	if primary == "" {
 		return withCode(ExitRefused, "%s has no primary yet (Lease %s holds none): nothing to fail over from", name, lease.Name)
 	}
-	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	c.Annotations[mysqlv1beta1.AnnotationFailover] = primary
-	if err := o.client.Patch(rctx, c, patch); err != nil {
-		return apiError("patch", "mysqlclusters", c.Namespace, name, err)
+	if err := o.setAnnotation(rctx, c, mysqlv1beta1.AnnotationFailover, primary); err != nil {
+		return err
 	}
 	fmt.Fprintf(o.io.Out, "Failover of %s/%s from primary %s asked for (annotation %s).\n", c.Namespace, name, primary,
 		mysqlv1beta1.AnnotationFailover)
@@ -115,32 +110,22 @@ var eventWait = 15 * time.Second
 
 // failoverAnswer prints the operator's answer to a withdrawn request, its Event.
 func (o *options) failoverAnswer(ctx context.Context, c *mysqlv1beta1.MySQLCluster, primary string, start time.Time) error {
-	ctx, cancel := context.WithTimeout(ctx, eventWait)
-	defer cancel()
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
-		e, err := o.newestEvent(rctx, c, start, func(e *corev1.Event) bool {
-			return e.Action == manualFailoverAction && strings.HasPrefix(e.Message, "Manual failover from "+primary)
-		})
-		rcancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			return err
-		case e != nil && e.Reason == mysqlv1beta1.ReasonFailoverRefused:
-			return withCode(ExitRefused, "the operator refused: %s", e.Message)
-		case e != nil:
-			fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
-			fmt.Fprintf(o.io.Out, "Failover done after %s; kubectl dolphin status %s shows the old primary rejoining.\n",
-				o.now().Sub(start).Round(100*time.Millisecond), c.Name)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return withCode(ExitFailed, "the operator withdrew the request, and no Event of its answer came within %s: "+
-				"kubectl dolphin status %s shows who is primary", eventWait, c.Name)
-		case <-time.After(o.poll):
-		}
+	e, err := o.waitForEvent(ctx, c, start, eventWait, func(e *corev1.Event) bool {
+		return e.Action == manualFailoverAction && strings.HasPrefix(e.Message, "Manual failover from "+primary)
+	})
+	switch {
+	case err != nil:
+		return err
+	case e == nil:
+		return withCode(ExitFailed, "the operator withdrew the request, and no Event of its answer came within %s: "+
+			"kubectl dolphin status %s shows who is primary", eventWait, c.Name)
+	case e.Reason == mysqlv1beta1.ReasonFailoverRefused:
+		return withCode(ExitRefused, "the operator refused: %s", e.Message)
 	}
+	fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
+	fmt.Fprintf(o.io.Out, "Failover done after %s; kubectl dolphin status %s shows the old primary rejoining.\n",
+		o.now().Sub(start).Round(100*time.Millisecond), c.Name)
+	return nil
 }
 
 // newestEvent is the newest Event about cluster c since start that match accepts (nil when

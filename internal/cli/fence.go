@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 )
@@ -67,8 +66,8 @@ func (o *options) setFenced(ctx context.Context, name, instance string, opt fenc
 	if err := isInstance(c, instance); err != nil {
 		return err
 	}
-	if c.Spec.Paused {
-		return withCode(ExitRefused, "%s is paused: the operator would not fence or unfence (kubectl dolphin resume %s first)", name, name)
+	if err := notPaused(c, "fence or unfence"); err != nil {
+		return err
 	}
 	list := c.FencedInstances()
 	listed := slices.Contains(list, instance)
@@ -82,16 +81,8 @@ func (o *options) setFenced(ctx context.Context, name, instance string, opt fenc
 		list = slices.DeleteFunc(list, func(n string) bool { return n == instance })
 	}
 	if opt.fence != listed {
-		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[mysqlv1beta1.AnnotationFencedInstances] = strings.Join(list, ",")
-		if len(list) == 0 {
-			delete(c.Annotations, mysqlv1beta1.AnnotationFencedInstances)
-		}
-		if err := o.client.Patch(rctx, c, patch); err != nil {
-			return apiError("patch", "mysqlclusters", c.Namespace, name, err)
+		if err := o.setAnnotation(rctx, c, mysqlv1beta1.AnnotationFencedInstances, strings.Join(list, ",")); err != nil {
+			return err
 		}
 	}
 	verb := map[bool]string{true: "Fence", false: "Unfence"}[opt.fence]

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
@@ -46,47 +45,32 @@ func (o *options) rotatePassword(ctx context.Context, name string, timeout time.
 	if c.Spec.Application == nil {
 		return withCode(ExitRefused, "%s has no spec.application: there is no application account to rotate", name)
 	}
-	if c.Spec.Paused {
-		return withCode(ExitRefused, "%s is paused: the operator would not rotate (kubectl dolphin resume %s first)", name, name)
+	if err := notPaused(c, "rotate"); err != nil {
+		return err
 	}
 	token := start.UTC().Format(time.RFC3339Nano)
-	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	c.Annotations[mysqlv1beta1.AnnotationRotateApplicationPassword] = token
-	if err := o.client.Patch(rctx, c, patch); err != nil {
-		return apiError("patch", "mysqlclusters", c.Namespace, name, err)
+	if err := o.setAnnotation(rctx, c, mysqlv1beta1.AnnotationRotateApplicationPassword, token); err != nil {
+		return err
 	}
 	fmt.Fprintf(o.io.Out, "Rotation of %s's application password asked for (annotation %s=%s).\n", name,
 		mysqlv1beta1.AnnotationRotateApplicationPassword, token)
-	wctx, wcancel := context.WithTimeout(ctx, timeout)
-	defer wcancel()
-	for {
-		ectx, ecancel := context.WithTimeout(wctx, requestTimeout)
-		e, err := o.newestEvent(ectx, c, start, func(e *corev1.Event) bool {
-			return e.Reason == mysqlv1beta1.ReasonApplicationAccount
-		})
-		ecancel()
-		if err != nil && wctx.Err() == nil {
-			return err
-		}
-		if e != nil {
-			retention := mysqlv1beta1.DefaultPreviousPasswordRetention
-			if r := c.Spec.Application.PreviousPasswordRetention; r != nil {
-				retention = r.Duration
-			}
-			fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
-			fmt.Fprintf(o.io.Out, "The new password is in Secret %s (key %s); the previous one (key %s) logs in until about %s.\n",
-				resources.ApplicationSecretName(c), resources.KeyAppPassword, resources.KeyAppPreviousPassword,
-				start.Add(retention).UTC().Format(time.RFC3339))
-			return nil
-		}
-		select {
-		case <-wctx.Done():
-			return withCode(ExitTimeout, "the operator has not reported the new password set after %s (is it running?); "+
-				"the rotation stays asked for", timeout)
-		case <-time.After(o.poll):
-		}
+	e, err := o.waitForEvent(ctx, c, start, timeout, func(e *corev1.Event) bool {
+		return e.Reason == mysqlv1beta1.ReasonApplicationAccount
+	})
+	switch {
+	case err != nil:
+		return err
+	case e == nil:
+		return withCode(ExitTimeout, "the operator has not reported the new password set after %s (is it running?); "+
+			"the rotation stays asked for", timeout)
 	}
+	retention := mysqlv1beta1.DefaultPreviousPasswordRetention
+	if r := c.Spec.Application.PreviousPasswordRetention; r != nil {
+		retention = r.Duration
+	}
+	fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
+	fmt.Fprintf(o.io.Out, "The new password is in Secret %s (key %s); the previous one (key %s) logs in until about %s.\n",
+		resources.ApplicationSecretName(c), resources.KeyAppPassword, resources.KeyAppPreviousPassword,
+		start.Add(retention).UTC().Format(time.RFC3339))
+	return nil
 }

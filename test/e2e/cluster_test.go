@@ -126,19 +126,7 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 func requireApplicationAccount(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
-	var app *sql.DB
-	waitFor(t, time.Minute, "the application account to connect", func() error {
-		var err error
-		if app, err = g.ApplicationDB(ctx, ns, "db"); err != nil {
-			return err
-		}
-		if err := app.PingContext(ctx); err != nil {
-			_ = app.Close()
-			return err
-		}
-		return nil
-	})
-	defer func() { _ = app.Close() }()
+	app, _ := applicationDB(t, ns, "the application account to connect")
 	s := &corev1.Secret{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-app"}, s))
 	rememberSecret(string(s.Data[resources.KeyAppPassword]), ns+"/db application password")
@@ -213,18 +201,7 @@ func requireApplicationPasswordRotation(t *testing.T, ns string) {
 	})
 	require.Equal(t, old, string(rotated.Data[resources.KeyAppPreviousPassword]))
 	rememberSecret(string(rotated.Data[resources.KeyAppPassword]), ns+"/db rotated application password")
-	var newDB *sql.DB
-	took := waitFor(t, time.Minute, "the new password to log in", func() error {
-		if newDB, err = g.ApplicationDB(ctx, ns, "db"); err != nil {
-			return err
-		}
-		if err := newDB.PingContext(ctx); err != nil {
-			_ = newDB.Close()
-			return err
-		}
-		return nil
-	})
-	defer func() { _ = newDB.Close() }()
+	newDB, took := applicationDB(t, ns, "the new password to log in")
 	mu.Lock()
 	current = newDB
 	mu.Unlock()
@@ -247,6 +224,26 @@ func requireApplicationPasswordRotation(t *testing.T, ns string) {
 	require.Empty(t, failed, "writes failed across the rotation")
 	require.Greater(t, writes, 50)
 	t.Logf("%d writes across the rotation, none failed", writes)
+}
+
+// applicationDB waits (a minute at most) until the application account logs in with what
+// its Secret says now, and returns the connection and how long that took.
+func applicationDB(t *testing.T, ns, what string) (*sql.DB, time.Duration) {
+	t.Helper()
+	var d *sql.DB
+	took := waitFor(t, time.Minute, what, func() error {
+		var err error
+		if d, err = g.ApplicationDB(context.Background(), ns, "db"); err != nil {
+			return err
+		}
+		if err := d.PingContext(context.Background()); err != nil {
+			_ = d.Close()
+			return err
+		}
+		return nil
+	})
+	t.Cleanup(func() { _ = d.Close() })
+	return d, took
 }
 
 // connectWith connects as the application account with another password than its Secret's.

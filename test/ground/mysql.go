@@ -73,16 +73,25 @@ func (g *Ground) AccountDB(ctx context.Context, namespace, cluster, pod, user, k
 }
 
 func (g *Ground) accountDB(ctx context.Context, namespace, cluster, host, serverName, user, key string) (*sql.DB, error) {
-	cs, err := kubernetes.NewForConfig(g.RESTConfig())
-	if err != nil {
-		return nil, fmt.Errorf("while creating a client: %w", err)
-	}
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
-	creds, err := cs.CoreV1().Secrets(namespace).Get(ctx, resources.CredentialsSecretName(c), metav1.GetOptions{})
+	cs, creds, err := g.secret(ctx, namespace, resources.CredentialsSecretName(c))
 	if err != nil {
-		return nil, fmt.Errorf("while reading %s's credentials: %w", cluster, err)
+		return nil, err
 	}
 	return g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), serverName, user, string(creds.Data[key]), "")
+}
+
+// secret reads one Secret, and returns the clientset it used for further reads.
+func (g *Ground) secret(ctx context.Context, namespace, name string) (kubernetes.Interface, *corev1.Secret, error) {
+	cs, err := kubernetes.NewForConfig(g.RESTConfig())
+	if err != nil {
+		return nil, nil, fmt.Errorf("while creating a client: %w", err)
+	}
+	s, err := cs.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("while reading Secret %s/%s: %w", namespace, name, err)
+	}
+	return cs, s, nil
 }
 
 // ApplicationDB connects as an application would, with nothing but the Secret
@@ -94,14 +103,10 @@ func (g *Ground) ApplicationDB(ctx context.Context, namespace, cluster string) (
 // ApplicationDBWithPassword is ApplicationDB with another password than the Secret's
 // ("": the Secret's).
 func (g *Ground) ApplicationDBWithPassword(ctx context.Context, namespace, cluster, password string) (*sql.DB, error) {
-	cs, err := kubernetes.NewForConfig(g.RESTConfig())
-	if err != nil {
-		return nil, fmt.Errorf("while creating a client: %w", err)
-	}
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
-	app, err := cs.CoreV1().Secrets(namespace).Get(ctx, resources.ApplicationSecretName(c), metav1.GetOptions{})
+	cs, app, err := g.secret(ctx, namespace, resources.ApplicationSecretName(c))
 	if err != nil {
-		return nil, fmt.Errorf("while reading %s's application Secret: %w", cluster, err)
+		return nil, err
 	}
 	d := func(k string) string { return string(app.Data[k]) }
 	if password == "" {
