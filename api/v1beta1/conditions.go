@@ -90,6 +90,10 @@ const (
 	ReasonInstanceFenced = "InstanceFenced"
 	// ReasonApplicationAccount: spec.application's account was applied on the primary.
 	ReasonApplicationAccount = "ApplicationAccount"
+	// ReasonAccountsNarrowed: the accounts an earlier release made were narrowed in place
+	// on the primary (no root over TCP, the admin account's privileges cut to what the
+	// operator needs).
+	ReasonAccountsNarrowed = "AccountsNarrowed"
 	// ReasonFailoverRefused: a manual failover (the annotation
 	// mysql.dolphin-operator.io/failover) was refused; the Warning Event says why.
 	ReasonFailoverRefused     = "FailoverRefused"

@@ -36,6 +36,7 @@ func (c *MySQLCluster) ValidateChange(old *MySQLCluster) field.ErrorList {
 	errs = append(errs, validateScaleDown(old, c)...)
 	errs = append(errs, validateStorageChange(old, c)...)
 	errs = append(errs, validateBootstrapChange(old, c)...)
+	errs = append(errs, validateApplicationChange(old, c)...)
 	return errs
 }
 
@@ -130,6 +131,21 @@ var storedBackupName = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[a-z0-9]([-a-z0-9
 
 // oneGTID is one transaction's GTID: a server's UUID and a transaction number.
 var oneGTID = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:[1-9][0-9]*$`)
+
+// validateApplicationChange keeps spec.application's database as the cluster was created
+// with: the operator's users account is granted that database when the accounts are made
+// (it may grant only what it holds), and holds no other.
+func validateApplicationChange(old, c *MySQLCluster) field.ErrorList {
+	p := specPath.Child("application")
+	switch o, n := old.Spec.Application, c.Spec.Application; {
+	case o == nil && n != nil:
+		return field.ErrorList{field.Forbidden(p, "is set when the cluster is created: its database is granted to the "+
+			"operator's account for applications then, and to no other later")}
+	case o != nil && n != nil && o.Database != n.Database:
+		return field.ErrorList{field.Forbidden(p.Child("database"), "cannot change after the cluster is created")}
+	}
+	return nil
+}
 
 // validateBootstrapChange keeps bootstrap as the cluster was created with: it says where
 // the data came from.

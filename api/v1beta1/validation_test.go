@@ -411,3 +411,21 @@ func TestAScaleDownBelowTheSemiSyncMinimumNamesInstances(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateApplicationChange(t *testing.T) {
+	app := func(db, user string) func(*MySQLCluster) {
+		return func(c *MySQLCluster) { c.Spec.Application = &ApplicationSpec{Database: db, User: user} }
+	}
+	for name, tc := range map[string]struct {
+		old, c *MySQLCluster
+		want   map[string]string
+	}{
+		"unchanged":            {cluster(app("shop", "")), cluster(app("shop", "")), nil},
+		"another account name": {cluster(app("shop", "")), cluster(app("shop", "web")), nil},
+		"removed":              {cluster(app("shop", "")), cluster(), nil},
+		"another database":     {cluster(app("shop", "")), cluster(app("store", "")), map[string]string{"spec.application.database": "cannot change"}},
+		"added later":          {cluster(), cluster(app("shop", "")), map[string]string{"spec.application": "is set when the cluster is created"}},
+	} {
+		t.Run(name, func(t *testing.T) { expect(t, tc.c.ValidateChange(tc.old), tc.want) })
+	}
+}

@@ -104,7 +104,11 @@ func runRestore(args []string) int {
 		if err != nil {
 			return backup.Restored{}, backup.Fail(mysqlv1beta1.ReasonNoBackupTarget, err)
 		}
-		accounts, err := backup.Statements(resources.RekeySQL, os.Getenv)
+		sql := resources.RekeySQL
+		if os.Getenv(resources.ApplicationDatabaseVar) != "" {
+			sql += resources.ApplicationGrantSQL
+		}
+		accounts, err := backup.Statements(sql, os.Getenv)
 		if err != nil {
 			return backup.Restored{}, backup.Fail(mysqlv1beta1.ReasonRestorePodFailed, err)
 		}

@@ -3,9 +3,11 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 
 	gomysql "github.com/go-sql-driver/mysql"
 )
@@ -89,4 +91,56 @@ func (i *instance) accepts(ctx context.Context, user, password string) (bool, er
 		return false, nil
 	}
 	return false, fmt.Errorf("%s: logging in as %s: %w", i.cfg.Addr, user, err)
+}
+
+// NarrowOptions say what narrowing an account in place does (NarrowAccount).
+type NarrowOptions struct {
+	// Prepare run first, while the account still has its global privileges (drop an
+	// account, create another and grant it what the narrowed one gives up).
+	Prepare []string
+	// Grants are the GRANT statements of the account's privileges afterwards.
+	Grants []string
+}
+
+// qWideGrants counts the global privileges of an account that a narrowed operator account
+// has not: data access (SELECT), SUPER and GRANT OPTION on *.*. USER_PRIVILEGES shows an
+// account without SELECT on mysql its own rows only.
+const qWideGrants = `SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES
+WHERE GRANTEE = ? AND (PRIVILEGE_TYPE IN ('SELECT', 'SUPER') OR IS_GRANTABLE = 'YES')`
+
+// Wide reports whether this connection's account has global privileges an earlier
+// release gave the operator's account and this one does not (NarrowAccount).
+func (i *instance) Wide(ctx context.Context) (bool, error) {
+	var n int
+	if err := i.db.QueryRowContext(ctx, qWideGrants, "'"+i.cfg.User+"'@'%'").Scan(&n); err != nil {
+		return false, fmt.Errorf("%s: reading the privileges of %s: %w", i.cfg.Addr, i.cfg.User, err)
+	}
+	return n > 0, nil
+}
+
+// NarrowAccount runs o.Prepare, then takes from this connection's account (which must
+// still hold what it gives away) every global privilege and GRANT OPTION on *.*, and
+// grants it o.Grants; its grants on databases and tables stay. Binary-logged: it runs on
+// the primary and replicates. The session keeps the global privileges it opened with
+// (MySQL applies global changes to new sessions), so the grants after the revocation still
+// pass; a new session in between has fewer privileges for a moment, and its caller retries
+// on the next pass. Not idempotent once narrowed: callers check Wide first.
+func (i *instance) NarrowAccount(ctx context.Context, o NarrowOptions) error {
+	account := "'" + i.cfg.User + "'@'%'"
+	stmts := append(slices.Clone(o.Prepare), "REVOKE ALL PRIVILEGES ON *.* FROM "+account, "REVOKE GRANT OPTION ON *.* FROM "+account)
+	conn, err := i.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: connecting: %w", i.cfg.Addr, err)
+	}
+	defer conn.Close()
+	// One session throughout: a new one after the revocation would lack the privileges
+	// the grants need. It is thrown away afterwards, not kept with the old privileges.
+	defer func() { _ = conn.Raw(func(any) error { return driver.ErrBadConn }) }()
+	for _, s := range append(stmts, o.Grants...) {
+		// Errors name the first four words only: a Prepare statement may hold a password.
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %s: %w", i.cfg.Addr, firstWords(s), err)
+		}
+	}
+	return nil
 }

@@ -138,6 +138,10 @@ type Instance interface {
 	GTIDSubtract(ctx context.Context, a, b string) (string, error)
 	// EnsureAccount creates an application's database and account (see EnsureAccount).
 	EnsureAccount(ctx context.Context, o AccountOptions) error
+	// Wide and NarrowAccount narrow the operator's account of an earlier release in place
+	// (see NarrowAccount).
+	Wide(ctx context.Context) (bool, error)
+	NarrowAccount(ctx context.Context, o NarrowOptions) error
 	Exec(ctx context.Context, stmt string, args ...any) error
 	ExecUnlogged(ctx context.Context, stmts ...string) error
 	Close() error

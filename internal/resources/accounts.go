@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
@@ -20,7 +22,82 @@ const (
 	ExporterUser = "dolphin-exporter"
 	// BackupUser takes logical backups.
 	BackupUser = "dolphin-backup"
+	// UsersUser is the account the operator manages spec.application's account with.
+	UsersUser = "dolphin-users"
 )
+
+// adminGrants are the operator's privileges on *.*, each with the statements that need
+// it. Nothing here reads or writes application data, there is no GRANT OPTION, and no
+// account management: that is UsersUser's, so that neither account alone can turn itself
+// or another into a superuser (SYSTEM_USER with CREATE USER could rename root to '%').
+//
+//   - SYSTEM_VARIABLES_ADMIN: SET GLOBAL read_only, super_read_only, rpl_semi_sync_*,
+//     clone_valid_donor_list, clone_ssl_ca and spec.config's dynamic settings; SET SESSION
+//     sql_log_bin.
+//   - REPLICATION_SLAVE_ADMIN: CHANGE REPLICATION SOURCE, START/STOP REPLICA, RESET REPLICA ALL.
+//   - RELOAD: RESET REPLICA ALL (MySQL asks for it beside REPLICATION_SLAVE_ADMIN).
+//   - CONNECTION_ADMIN: KILL CONNECTION of clients' sessions when fencing; ALTER INSTANCE
+//     RELOAD TLS.
+//   - SYSTEM_USER: KILL of the replica applier's coordinator (a system thread) when STOP
+//     REPLICA cannot end a half-received transaction, and of root's sessions when fencing.
+//   - CLONE_ADMIN: CLONE INSTANCE FROM on the recipient (which restarts it).
+//   - PROCESS: information_schema.PROCESSLIST's other sessions (whom a fence ends, the
+//     applier's coordinator a stop kills).
+//   - REPLICATION CLIENT: SHOW REPLICA STATUS and SHOW BINARY LOG STATUS, for reading by hand.
+//
+// At other levels: SELECT on performance_schema (replication, clone, status and variables
+// tables); INSERT on mysql.plugin (INSTALL PLUGIN of the semi-sync and clone plugins on
+// data folders whose my.cnf did not load them).
+const adminGrants = "SYSTEM_VARIABLES_ADMIN, REPLICATION_SLAVE_ADMIN, RELOAD, CONNECTION_ADMIN, SYSTEM_USER, " +
+	"CLONE_ADMIN, PROCESS, REPLICATION CLIENT"
+
+// adminGrantSQL grants the admin account its privileges (adminGrants).
+const adminGrantSQL = "GRANT " + adminGrants + " ON *.* TO '" + AdminUser + "'@'%';\n" +
+	"GRANT SELECT ON performance_schema.* TO '" + AdminUser + "'@'%';\n" +
+	"GRANT INSERT ON mysql.plugin TO '" + AdminUser + "'@'%';\n"
+
+// usersGrantSQL grants UsersUser CREATE USER: CREATE USER and ALTER USER ... RETAIN/DISCARD
+// OLD PASSWORD of spec.application's account. Without SYSTEM_USER it cannot alter, rename
+// or drop root, nor the operator's accounts that have SYSTEM_USER.
+const usersGrantSQL = "GRANT CREATE USER ON *.* TO '" + UsersUser + "'@'%';\n"
+
+// AdminGrantStatements are adminGrantSQL's statements, as the operator narrows an admin
+// account of an earlier release in place (mysql.Instance.NarrowAccount).
+func AdminGrantStatements() []string { return statements(adminGrantSQL) }
+
+// UsersAccountStatements create UsersUser with password where it is missing, as the
+// operator narrows an earlier release's accounts in place, and grant it what
+// ApplicationGrantSQL does on database ("": no database).
+func UsersAccountStatements(password, database string) []string {
+	out := []string{"CREATE USER IF NOT EXISTS '" + UsersUser + "'@'%' IDENTIFIED BY '" + password + "'",
+		"ALTER USER '" + UsersUser + "'@'%' IDENTIFIED BY '" + password + "'"}
+	out = append(out, statements(usersGrantSQL)...)
+	if database != "" {
+		out = append(out, statements(strings.ReplaceAll(ApplicationGrantSQL, "${"+ApplicationDatabaseVar+"}", database))...)
+	}
+	return out
+}
+
+func statements(sql string) []string {
+	var out []string
+	for _, s := range strings.Split(sql, ";\n") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ApplicationGrantSQL lets UsersUser create spec.application's database and grant its
+// account every privilege there (GRANT needs the grantor to hold what it grants). It is
+// run where the accounts are made with root's rights: an instance's initialisation, a
+// restore, and the narrowing of an earlier release's accounts.
+// ${DOLPHIN_APPLICATION_DATABASE} as AccountsSQL's variables.
+const ApplicationGrantSQL = "GRANT ALL PRIVILEGES ON `${" + ApplicationDatabaseVar + "}`.* TO '" + UsersUser + "'@'%' WITH GRANT OPTION;\n"
+
+// ApplicationDatabaseVar is the variable that names spec.application's database to the
+// init container and the restore Job (unset without spec.application).
+const ApplicationDatabaseVar = "DOLPHIN_APPLICATION_DATABASE"
 
 // accountVars maps each init-container variable to the credentials key it comes from.
 var accountVars = []struct{ env, key string }{
@@ -28,6 +105,7 @@ var accountVars = []struct{ env, key string }{
 	{"DOLPHIN_REPLICATION_PASSWORD", KeyReplicationPassword},
 	{"DOLPHIN_EXPORTER_PASSWORD", KeyExporterPassword},
 	{"DOLPHIN_BACKUP_PASSWORD", KeyBackupPassword},
+	{"DOLPHIN_USERS_PASSWORD", KeyUsersPassword},
 }
 
 // AccountsSQL creates the operator's accounts. ${VARIABLES} name the init container's
@@ -36,35 +114,46 @@ var accountVars = []struct{ env, key string }{
 // and unlocked once granted: a session opened in between would keep no global privilege
 // (MySQL applies global grants to new sessions only).
 const AccountsSQL = `CREATE USER IF NOT EXISTS '` + AdminUser + `'@'%' IDENTIFIED BY '${DOLPHIN_ADMIN_PASSWORD}' ACCOUNT LOCK;
-GRANT ALL PRIVILEGES ON *.* TO '` + AdminUser + `'@'%' WITH GRANT OPTION;
-CREATE USER IF NOT EXISTS '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PASSWORD}' ACCOUNT LOCK;
+` + adminGrantSQL + `CREATE USER IF NOT EXISTS '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PASSWORD}' ACCOUNT LOCK;
 GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + ReplicationUser + `'@'%';
 CREATE USER IF NOT EXISTS '` + ExporterUser + `'@'%' IDENTIFIED BY '${DOLPHIN_EXPORTER_PASSWORD}' WITH MAX_USER_CONNECTIONS 3 ACCOUNT LOCK;
 GRANT PROCESS, REPLICATION CLIENT ON *.* TO '` + ExporterUser + `'@'%';
 GRANT SELECT ON performance_schema.* TO '` + ExporterUser + `'@'%';
 CREATE USER IF NOT EXISTS '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}' ACCOUNT LOCK;
 GRANT SELECT, SHOW VIEW, TRIGGER, LOCK TABLES, EVENT, RELOAD, PROCESS, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + BackupUser + `'@'%';
-ALTER USER '` + AdminUser + `'@'%', '` + ReplicationUser + `'@'%', '` + ExporterUser + `'@'%', '` + BackupUser + `'@'%' ACCOUNT UNLOCK;
+CREATE USER IF NOT EXISTS '` + UsersUser + `'@'%' IDENTIFIED BY '${DOLPHIN_USERS_PASSWORD}' ACCOUNT LOCK;
+` + usersGrantSQL + `ALTER USER '` + AdminUser + `'@'%', '` + ReplicationUser + `'@'%', '` + ExporterUser + `'@'%', '` + BackupUser + `'@'%', '` + UsersUser + `'@'%' ACCOUNT UNLOCK;
 `
 
+// NarrowSQL takes from root and the admin account what earlier releases gave them: root
+// connects over the local socket only, and the admin account has adminGrants and nothing
+// more on *.* (its grants on a database stay). For data restored from such a release.
+const NarrowSQL = `DROP USER IF EXISTS 'root'@'%';
+REVOKE ALL PRIVILEGES ON *.* FROM '` + AdminUser + `'@'%';
+REVOKE GRANT OPTION ON *.* FROM '` + AdminUser + `'@'%';
+` + adminGrantSQL
+
 // RekeySQL gives restored data (a copy of another cluster's, with its passwords) this
-// cluster's root and operator accounts: creates what is missing, then sets every
-// password. ${VARIABLES} as in AccountsSQL, and MYSQL_ROOT_PASSWORD for root.
-const RekeySQL = `CREATE USER IF NOT EXISTS 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
-GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;
-ALTER USER 'root'@'localhost' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
-ALTER USER 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
-` + AccountsSQL + `ALTER USER '` + AdminUser + `'@'%' IDENTIFIED BY '${DOLPHIN_ADMIN_PASSWORD}';
+// cluster's root and operator accounts: creates what is missing, narrows what an earlier
+// release made wider (NarrowSQL), then sets every password. ${VARIABLES} as in
+// AccountsSQL, and MYSQL_ROOT_PASSWORD for root.
+const RekeySQL = `ALTER USER 'root'@'localhost' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
+` + AccountsSQL + NarrowSQL + `ALTER USER '` + AdminUser + `'@'%' IDENTIFIED BY '${DOLPHIN_ADMIN_PASSWORD}';
 ALTER USER '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PASSWORD}';
 ALTER USER '` + ExporterUser + `'@'%' IDENTIFIED BY '${DOLPHIN_EXPORTER_PASSWORD}';
 ALTER USER '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}';
+ALTER USER '` + UsersUser + `'@'%' IDENTIFIED BY '${DOLPHIN_USERS_PASSWORD}';
 `
 
-// accountEnv gives the init container the passwords AccountsSQL uses.
+// accountEnv gives the init container the passwords AccountsSQL uses, and the application
+// database ApplicationGrantSQL grants on.
 func accountEnv(c *mysqlv1beta1.MySQLCluster) []corev1.EnvVar {
-	env := make([]corev1.EnvVar, 0, len(accountVars))
+	env := make([]corev1.EnvVar, 0, len(accountVars)+1)
 	for _, v := range accountVars {
 		env = append(env, secretEnv(v.env, CredentialsSecretName(c), v.key))
+	}
+	if a := c.Spec.Application; a != nil {
+		env = append(env, corev1.EnvVar{Name: ApplicationDatabaseVar, Value: a.Database})
 	}
 	return env
 }

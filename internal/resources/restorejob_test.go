@@ -50,10 +50,12 @@ func TestRestoreJob(t *testing.T) {
 	}
 	env := map[string]string{}
 	for _, e := range pod.Containers[0].Env {
-		env[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			env[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		}
 	}
 	for _, v := range []string{"MYSQL_ROOT_PASSWORD", "DOLPHIN_ADMIN_PASSWORD", "DOLPHIN_REPLICATION_PASSWORD",
-		"DOLPHIN_EXPORTER_PASSWORD", "DOLPHIN_BACKUP_PASSWORD"} {
+		"DOLPHIN_EXPORTER_PASSWORD", "DOLPHIN_BACKUP_PASSWORD", "DOLPHIN_USERS_PASSWORD"} {
 		if !strings.HasPrefix(env[v], "db-credentials/") {
 			t.Errorf("%s from %q, want this cluster's credentials", v, env[v])
 		}

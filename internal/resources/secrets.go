@@ -19,11 +19,12 @@ const (
 	KeyReplicationPassword = "REPLICATION_PASSWORD"
 	KeyExporterPassword    = "EXPORTER_PASSWORD"
 	KeyBackupPassword      = "BACKUP_PASSWORD"
+	KeyUsersPassword       = "USERS_PASSWORD"
 )
 
 // CredentialKeys lists every password the credentials Secret holds.
 var CredentialKeys = []string{KeyRootPassword, KeyAdminPassword, KeyReplicationPassword,
-	KeyExporterPassword, KeyBackupPassword}
+	KeyExporterPassword, KeyBackupPassword, KeyUsersPassword}
 
 // passwordAlphabet avoids characters that need quoting in a shell, a DSN or SQL.
 const passwordAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"

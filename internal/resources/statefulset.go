@@ -237,8 +237,8 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 }
 
 // initScript initialises an empty data volume: mysqld --initialize with an init file that
-// sets the root password, lets root connect over TCP, and creates the operator's accounts
-// (AccountsSQL). Accounts made here are not in the binary log, so a new instance's
+// sets the root password (root connects over the local socket only), and creates the
+// operator's accounts (AccountsSQL, and ApplicationGrantSQL with spec.application). Accounts made here are not in the binary log, so a new instance's
 // gtid_executed is empty. A volume that has data is left alone. Passwords come from
 // CredentialsSecret's alphabet, which needs no quoting in SQL.
 //
@@ -257,6 +257,12 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 // 30 minutes the startup probe allows mysqld, and the marker accountsMarker records it.
 // Folders initialised here carry the marker from the start.
 const initScript = `set -eu
+application_grant() {
+  if [ -n "${` + ApplicationDatabaseVar + `:-}" ]; then
+    cat <<SQL
+` + ApplicationGrantSQL + `SQL
+  fi
+}
 data=` + DataDir + `
 stage=$data/` + initStage + `
 if [ -d "$data/mysql" ]; then
@@ -265,8 +271,9 @@ if [ -d "$data/mysql" ]; then
   echo "dolphin: adding the operator's accounts to a data folder initialised without them"
   cat > ` + TmpDir + `/accounts.sql <<SQL
 SET SESSION sql_log_bin = 0;
-` + AccountsSQL + `SHUTDOWN;
-SQL
+` + AccountsSQL + `SQL
+  application_grant >> ` + TmpDir + `/accounts.sql
+  echo "SHUTDOWN;" >> ` + TmpDir + `/accounts.sql
   timeout 1800 mysqld --no-defaults --datadir="$data" --skip-networking --skip-log-bin --mysqlx=OFF \
     --socket=` + TmpDir + `/accounts.sock --pid-file=` + TmpDir + `/accounts.pid \
     --init-file=` + TmpDir + `/accounts.sql --log-error-verbosity=2
@@ -284,9 +291,8 @@ if [ ! -e "$stage/.complete" ]; then
   mkdir "$stage"
   cat > ` + TmpDir + `/init.sql <<SQL
 ALTER USER 'root'@'localhost' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
-CREATE USER 'root'@'%' IDENTIFIED BY '${MYSQL_ROOT_PASSWORD}';
-GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;
 ` + AccountsSQL + `SQL
+  application_grant >> ` + TmpDir + `/init.sql
   mysqld --no-defaults --initialize-insecure --datadir="$stage" --init-file=` + TmpDir + `/init.sql --log-error-verbosity=2
   touch "$stage/` + accountsMarker + `" "$stage/.complete"
 else

@@ -135,7 +135,9 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 		if cl.application == nil {
 			return fmt.Errorf("no application account to apply")
 		}
-		return m.applyApplication(ctx, cl, t, cl.application.AccountOptions)
+		return m.applyApplication(ctx, cl, a.Target, cl.application.AccountOptions)
+	case ActNarrowAccounts:
+		return m.narrow(ctx, cl, t)
 	case ActIsolate:
 		if err := t.StopReplication(ctx, true); err != nil {
 			return err

@@ -60,28 +60,46 @@ func (m *Manager) loadApplication(ctx context.Context, cl *cluster) (*Applicatio
 }
 
 // ensureApplication is the action that gives primary p the application account, when it
-// needs one: p is the decision's writable, unfenced primary and nothing else changes who
-// is primary in this pass.
+// needs one and p is one maintenance may run on (maintainedPrimary).
 func ensureApplication(in Input, d Decision) (Action, bool) {
-	if in.Application == nil || in.Application.Applied || d.Primary == "" || d.Primary != in.Primary || in.Fenced[d.Primary] {
+	if in.Application == nil || in.Application.Applied {
 		return Action{}, false
 	}
-	for _, a := range d.Actions {
-		switch a.Kind {
-		case ActBootstrap, ActPromote, ActSwitchover, ActFence, ActIsolate, ActEvict, ActFreeze:
-			return Action{}, false
-		}
-	}
-	for _, i := range in.Instances {
-		if i.Name == d.Primary && i.Reachable && i.Writable {
-			return Action{Kind: ActEnsureApplication, Target: i.Name}, true
-		}
+	if p, ok := maintainedPrimary(in, d); ok {
+		return Action{Kind: ActEnsureApplication, Target: p}, true
 	}
 	return Action{}, false
 }
 
-// applyApplication creates the account on the primary and notes it in the Lease.
-func (m *Manager) applyApplication(ctx context.Context, cl *cluster, t mysql.Instance, o mysql.AccountOptions) error {
+// maintainedPrimary is the primary that account maintenance may run on in this pass: the
+// decision's writable, unfenced, recorded primary, while nothing else changes who is
+// primary.
+func maintainedPrimary(in Input, d Decision) (string, bool) {
+	if d.Primary == "" || d.Primary != in.Primary || in.Fenced[d.Primary] {
+		return "", false
+	}
+	for _, a := range d.Actions {
+		switch a.Kind {
+		case ActBootstrap, ActPromote, ActSwitchover, ActFence, ActIsolate, ActEvict, ActFreeze:
+			return "", false
+		}
+	}
+	for _, i := range in.Instances {
+		if i.Name == d.Primary && i.Reachable && i.Writable {
+			return i.Name, true
+		}
+	}
+	return "", false
+}
+
+// applyApplication creates the account on the primary, as the users account, and notes
+// it in the Lease.
+func (m *Manager) applyApplication(ctx context.Context, cl *cluster, target string, o mysql.AccountOptions) error {
+	t, err := m.asUsers(cl, target)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
 	if err := t.EnsureAccount(ctx, o); err != nil {
 		return err
 	}

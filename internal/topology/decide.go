@@ -16,6 +16,10 @@ import (
 // decide_test.go.
 func Decide(in Input) Decision {
 	d := decideTopology(in)
+	if a, ok := narrowAccounts(in, d); ok {
+		d.Actions = append(d.Actions, a) // before the application account: its users account may be new
+		d.Healthy = false
+	}
 	if a, ok := ensureApplication(in, d); ok {
 		d.Actions = append(d.Actions, a)
 		d.Healthy = false // not settled until the account is there

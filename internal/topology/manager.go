@@ -173,6 +173,7 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 	}
 	in := m.gather(ctx, cl)
 	in.Application = cl.application
+	in.AccountsWide = m.readWide(ctx, cl, in)
 	d := Decide(in)
 	r := report(d)
 	recordMetrics(c, in, r, d)
@@ -191,6 +192,12 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 		r.Healthy = false
 		r.Message = fmt.Sprintf("%s (the last step failed, retrying: %v)", d.Message, err)
 		return r, PollInterval, probe{}
+	}
+	if cl.accountsNarrowed && cl.lease != nil && cl.lease.Annotations[annotationAccounts] == "" && cl.recordedPrimary() != "" {
+		// Found narrowed (a cluster this release made): noted once, not read again.
+		if err := m.recordPrimary(ctx, cl, cl.recordedPrimary()); err != nil {
+			log.Error(err, "Topology pass could not note the narrowed accounts")
+		}
 	}
 	var p probe
 	if h := cl.handles[d.Primary]; h != nil && len(d.Actions) == 0 {
@@ -342,6 +349,10 @@ type cluster struct {
 	// application is the account spec.application asks for (nil: none).
 	applicationDigest string
 	application       *Application
+	// usersPassword is the users account's; accountsNarrowed: the Lease notes (or this
+	// pass found) that the primary's accounts are narrowed (accounts.go).
+	usersPassword    string
+	accountsNarrowed bool
 	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
 	tlsCA []byte
 	// tlsNotAfter is the expiry of the TLS Secret's certificate: an instance serving one
@@ -399,7 +410,8 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 	}
 	cl := &cluster{obj: c, pods: map[string]*corev1.Pod{}, handles: map[string]mysql.Instance{}, fenced: map[string]bool{},
 		adminPassword:   string(secret.Data[resources.KeyAdminPassword]),
-		replicaPassword: string(secret.Data[resources.KeyReplicationPassword])}
+		replicaPassword: string(secret.Data[resources.KeyReplicationPassword]),
+		usersPassword:   string(secret.Data[resources.KeyUsersPassword])}
 	for i := range pods.Items {
 		cl.pods[pods.Items[i].Name] = &pods.Items[i]
 	}
@@ -424,6 +436,7 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 		cl.lease = lease
 		cl.failedPrimary = lease.Annotations[annotationFailedPrimary]
 		cl.applicationDigest = lease.Annotations[annotationApplication]
+		cl.accountsNarrowed = lease.Annotations[annotationAccounts] == accountsNarrowed
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("while reading the primary Lease: %w", err)
 	}
@@ -480,6 +493,9 @@ func (m *Manager) recordPrimary(ctx context.Context, cl *cluster, name string) e
 	}
 	if cl.applicationDigest != "" {
 		annotations[annotationApplication] = cl.applicationDigest
+	}
+	if cl.accountsNarrowed {
+		annotations[annotationAccounts] = accountsNarrowed
 	}
 	if cl.recordedPrimary() == name && cl.lease != nil && maps.Equal(cl.lease.Annotations, annotations) {
 		return nil
@@ -573,6 +589,10 @@ func (m *Manager) announce(cl *cluster, in Input, d Decision) {
 			m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, mysqlv1beta1.ReasonApplicationAccount, string(a.Kind),
 				"Account %s has every privilege on database %s (created if missing) and the password of Secret %s",
 				cl.application.User, cl.application.Database, resources.ApplicationSecretName(c))
+		case ActNarrowAccounts:
+			m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, mysqlv1beta1.ReasonAccountsNarrowed, string(a.Kind),
+				"On %s: root connects over the local socket only; %s has the operator's privileges only; %s manages the application's account",
+				a.Target, resources.AdminUser, resources.UsersUser)
 		}
 	}
 	if d.State == StateLost || d.State == StateErrant || d.State == StateFailoverBlocked {

@@ -62,6 +62,10 @@ type fakeInstance struct {
 	clamp  string
 	// failFence makes Fence fail.
 	failFence bool
+	// wide: its admin account is an earlier release's (Wide, NarrowAccount); wideReads
+	// counts the Wide calls (not logged: other tests' logs stay as they were).
+	wide      bool
+	wideReads int
 }
 
 func (f *fakeInstance) record(call string) {
@@ -166,6 +170,17 @@ func (f *fakeInstance) EnsureAccount(_ context.Context, o mysql.AccountOptions) 
 	f.record(fmt.Sprintf("EnsureAccount %s %s password=%s", o.Database, o.User, o.Password))
 	return nil
 }
+func (f *fakeInstance) Wide(context.Context) (bool, error) {
+	f.mu.Lock()
+	f.wideReads++
+	f.mu.Unlock()
+	return f.wide, nil
+}
+func (f *fakeInstance) NarrowAccount(_ context.Context, o mysql.NarrowOptions) error {
+	f.record(fmt.Sprintf("NarrowAccount %d prepared, %d grants", len(o.Prepare), len(o.Grants)))
+	f.wide = false
+	return nil
+}
 func (f *fakeInstance) StopReplication(_ context.Context, all bool) error {
 	f.record(fmt.Sprintf("StopReplication all=%v", all))
 	return nil
@@ -207,7 +222,8 @@ func newWorld(t *testing.T, more ...string) *world {
 			Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), TLS: mysqlv1beta1.TLSSpec{Enabled: new(false)}}}
 		w.clusters[name] = c
 		objs = append(objs, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.CredentialsSecretName(c)},
-			Data: map[string][]byte{resources.KeyAdminPassword: []byte("a"), resources.KeyReplicationPassword: []byte("r")}})
+			Data: map[string][]byte{resources.KeyAdminPassword: []byte("a"), resources.KeyReplicationPassword: []byte("r"),
+				resources.KeyUsersPassword: []byte("u")}})
 		for i := range 3 {
 			pod := fmt.Sprintf("%s-%d", name, i)
 			ip := fmt.Sprintf("10.0.%d.%d", k, i+1)

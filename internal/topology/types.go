@@ -128,6 +128,9 @@ type Input struct {
 	// Application is spec.application's account (nil without one, or before its Secret
 	// exists), and whether the primary has it as its Secret says.
 	Application *Application
+	// AccountsWide: the primary's admin account has the privileges of an earlier release,
+	// which narrowing takes away.
+	AccountsWide bool
 }
 
 // CaughtUpSlack is how many of the primary's transactions a replica may lack and still count
@@ -204,6 +207,9 @@ const (
 	// ActEnsureApplication creates spec.application's database and account on Target, the
 	// primary, and sets the account's password (binary-logged: the replicas follow).
 	ActEnsureApplication ActionKind = "EnsureApplication"
+	// ActNarrowAccounts narrows the accounts an earlier release made on Target, the primary
+	// (binary-logged: the replicas follow); see accounts.go.
+	ActNarrowAccounts ActionKind = "NarrowAccounts"
 	// ActApplySettings sets Target's online settings (Instance.Settings) with SET GLOBAL;
 	// like reloads, these come after every other action.
 	ActApplySettings ActionKind = "ApplySettings"

@@ -26,12 +26,16 @@ const newPassword = "restored-password"
 
 // restoreOf is the restore of m into data, as a restore Job's pod runs it, with this
 // cluster's passwords: root's stays the harness's, so that the harness can start a server
-// on the result.
+// on the result. RekeySQL drops root over TCP; the harness, which connects over TCP, makes
+// it again after the accounts (a statement only the tests add).
 func restoreOf(t *testing.T, f *fixture, m backup.Manifest, data string) backup.Restore {
 	env := map[string]string{"MYSQL_ROOT_PASSWORD": mysqld.RootPassword, "DOLPHIN_ADMIN_PASSWORD": newPassword,
-		"DOLPHIN_REPLICATION_PASSWORD": newPassword, "DOLPHIN_EXPORTER_PASSWORD": newPassword, "DOLPHIN_BACKUP_PASSWORD": newPassword}
+		"DOLPHIN_REPLICATION_PASSWORD": newPassword, "DOLPHIN_EXPORTER_PASSWORD": newPassword, "DOLPHIN_BACKUP_PASSWORD": newPassword,
+		"DOLPHIN_USERS_PASSWORD": newPassword}
 	accounts, err := backup.Statements(resources.RekeySQL, func(k string) string { return env[k] })
 	require.NoError(t, err)
+	accounts = append(accounts, "CREATE USER 'root'@'%' IDENTIFIED BY '"+mysqld.RootPassword+"'",
+		"GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION")
 	return backup.Restore{Mysqld: f.in.MysqldPath(), Mysql: f.in.ClientPath("mysql"), Store: f.st, Key: m.Key,
 		SHA256: m.SHA256, Size: m.Size, GTIDSet: m.GTIDSet, Method: mysqlv1beta1.BackupMethod(m.Method),
 		Data: data, Work: t.TempDir(), Accounts: accounts}

@@ -122,7 +122,8 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 // requireApplicationAccount connects as spec.application's account with its Secret alone
 // (through the primary Service), writes to its database and is refused the others; the
 // exporter's account, whose replication metrics Prometheus has just read, is refused the
-// application's table and does not see its database.
+// application's table and does not see its database; so is the operator's admin account;
+// root over TCP from another pod is refused.
 func requireApplicationAccount(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -145,6 +146,18 @@ func requireApplicationAccount(t *testing.T, ns string) {
 	err = d.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n)
 	require.ErrorContains(t, err, "Error 1142 (42000): SELECT command denied to user 'dolphin-exporter'")
 	require.NotContains(t, column(t, d, "SHOW DATABASES"), "shop")
+
+	// Nor does the operator's own account read it; and root, from another pod over TCP, is
+	// refused: it connects over the local socket only.
+	admin, err := g.AccountDB(ctx, ns, "db", "db-0", resources.AdminUser, resources.KeyAdminPassword)
+	require.NoError(t, err)
+	defer func() { _ = admin.Close() }()
+	require.ErrorContains(t, admin.QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n), "Error 1142 (42000): SELECT command denied")
+	other := &corev1.Pod{}
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-1"}, other))
+	out, err := g.Exec(ctx, other, resources.ContainerMySQL, "sh", "-c", `MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --no-defaults `+
+		`-h `+ground.InstanceHost(ns, "db", "db-0")+` -P 3306 -uroot --connect-timeout=5 -N -e "SELECT 1"`)
+	require.ErrorContains(t, err, "ERROR 1045 (28000): Access denied for user 'root'", "output: %s", out)
 }
 
 // requireApplicationPasswordRotation rotates the application account's password under

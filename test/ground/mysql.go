@@ -31,20 +31,22 @@ func InstanceHost(namespace, cluster, pod string) string {
 // ServiceHost is the DNS name of one of a cluster's Services (e.g. <cluster>-primary).
 func ServiceHost(namespace, service string) string { return service + "." + namespace + ".svc" }
 
-// DB opens a root connection to one instance of a cluster by its DNS name, over TLS
-// verified against the cluster's CA, as a client inside the cluster would.
+// DB opens a connection with root's privileges (rootDB) to one instance of a cluster by
+// its DNS name, over TLS verified against the cluster's CA, as a client inside the cluster
+// would.
 func (g *Ground) DB(ctx context.Context, namespace, cluster, pod string) (*sql.DB, error) {
 	return g.HostDB(ctx, namespace, cluster, InstanceHost(namespace, cluster, pod))
 }
 
-// HostDB opens a root connection to host:3306 (an instance's or a Service's DNS name)
-// with the cluster's root password and CA. Dials, reads and writes time out after 5 s.
+// HostDB opens a connection with root's privileges (rootDB) to host:3306 (an instance's or
+// a Service's DNS name), verified with the cluster's CA. Dials, reads and writes time out
+// after 5 s.
 func (g *Ground) HostDB(ctx context.Context, namespace, cluster, host string) (*sql.DB, error) {
 	return g.rootDB(ctx, namespace, cluster, host, host)
 }
 
-// PodDB opens a root connection to an instance at its pod's IP, with no name lookup, and
-// verifies its certificate for the instance's DNS name: a client that follows the primary
+// PodDB opens a connection with root's privileges (rootDB) to an instance at its pod's IP,
+// with no name lookup, and verifies its certificate for the instance's DNS name: a client that follows the primary
 // Service's endpoints itself, as the benchmark's baseline writer does.
 func (g *Ground) PodDB(ctx context.Context, namespace, cluster, pod string) (*sql.DB, error) {
 	cs, err := kubernetes.NewForConfig(g.RESTConfig())
@@ -61,8 +63,18 @@ func (g *Ground) PodDB(ctx context.Context, namespace, cluster, pod string) (*sq
 	return g.rootDB(ctx, namespace, cluster, p.Status.PodIP, InstanceHost(namespace, cluster, pod))
 }
 
+// rootDB connects as the tests' own account (TestUser), which has root's privileges
+// without GRANT OPTION; root itself connects over the local socket only.
 func (g *Ground) rootDB(ctx context.Context, namespace, cluster, host, serverName string) (*sql.DB, error) {
-	return g.accountDB(ctx, namespace, cluster, host, serverName, "root", resources.KeyRootPassword)
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
+	cs, creds, err := g.secret(ctx, namespace, resources.CredentialsSecretName(c))
+	if err != nil {
+		return nil, err
+	}
+	if err := g.ensureTestAccount(ctx, cs, c, creds); err != nil {
+		return nil, err
+	}
+	return g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), serverName, TestUser, string(creds.Data[resources.KeyRootPassword]), "")
 }
 
 // AccountDB opens a connection to an instance as one of the operator's accounts (user),

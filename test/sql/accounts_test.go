@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
 
 // connectAs opens a client session as an account on addr, for what an application would do.
@@ -31,12 +33,12 @@ func TestTheApplicationAccountReachesItsDatabaseOnlyAndReplicates(t *testing.T) 
 	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
 	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
 	semiSyncClients(t, ctx, in[0], 1, in[1])
-	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE other"))
-	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE other.secrets (id INT PRIMARY KEY)"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE DATABASE other"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE TABLE other.secrets (id INT PRIMARY KEY)"))
 
 	o := mysql.AccountOptions{Database: "shop", User: "web", Password: "firstPassword1"}
-	require.NoError(t, in[0].EnsureAccount(ctx, o))
-	require.NoError(t, in[0].EnsureAccount(ctx, o), "idempotent")
+	require.NoError(t, usersOf(t, servers[0]).EnsureAccount(ctx, o))
+	require.NoError(t, usersOf(t, servers[0]).EnsureAccount(ctx, o), "idempotent")
 	app := connectAs(t, servers[0].Addr(), "web", "firstPassword1", "shop")
 	_, err := app.ExecContext(ctx, "CREATE TABLE orders (id INT PRIMARY KEY)")
 	require.NoError(t, err)
@@ -57,7 +59,7 @@ func TestTheApplicationAccountReachesItsDatabaseOnlyAndReplicates(t *testing.T) 
 
 	// A new password replaces the old one; the data stays.
 	o.Password = "secondPassword2"
-	require.NoError(t, in[0].EnsureAccount(ctx, o))
+	require.NoError(t, usersOf(t, servers[0]).EnsureAccount(ctx, o))
 	require.ErrorContains(t, connectAs(t, servers[0].Addr(), "web", "firstPassword1", "shop").PingContext(ctx), "Error 1045")
 	require.NoError(t, connectAs(t, servers[0].Addr(), "web", "secondPassword2", "shop").QueryRowContext(ctx,
 		"SELECT COUNT(*) FROM orders").Scan(&n))
@@ -67,8 +69,8 @@ func TestTheApplicationAccountReachesItsDatabaseOnlyAndReplicates(t *testing.T) 
 	// (MySQL's dual passwords), also when the same rotation is applied again; then the
 	// previous one is discarded.
 	o.Password, o.Previous = "thirdPassword3", "secondPassword2"
-	require.NoError(t, in[0].EnsureAccount(ctx, o))
-	require.NoError(t, in[0].EnsureAccount(ctx, o), "applied again, the previous password must survive")
+	require.NoError(t, usersOf(t, servers[0]).EnsureAccount(ctx, o))
+	require.NoError(t, usersOf(t, servers[0]).EnsureAccount(ctx, o), "applied again, the previous password must survive")
 	for _, pw := range []string{"secondPassword2", "thirdPassword3"} {
 		require.NoError(t, connectAs(t, servers[0].Addr(), "web", pw, "shop").PingContext(ctx), pw)
 	}
@@ -77,13 +79,99 @@ func TestTheApplicationAccountReachesItsDatabaseOnlyAndReplicates(t *testing.T) 
 	require.NoError(t, in[1].WaitForGTID(ctx, st.GTIDExecuted, 30*time.Second))
 	require.NoError(t, connectAs(t, servers[1].Addr(), "web", "secondPassword2", "shop").PingContext(ctx), "the replica too")
 	o.Previous = ""
-	require.NoError(t, in[0].EnsureAccount(ctx, o))
+	require.NoError(t, usersOf(t, servers[0]).EnsureAccount(ctx, o))
 	require.ErrorContains(t, connectAs(t, servers[0].Addr(), "web", "secondPassword2", "shop").PingContext(ctx), "Error 1045")
 	require.NoError(t, connectAs(t, servers[0].Addr(), "web", "thirdPassword3", "shop").PingContext(ctx))
 
 	// Names and passwords it would have to quote are refused before any statement.
 	for _, bad := range []mysql.AccountOptions{{Database: "shop`; DROP", User: "web", Password: "longenough1"},
 		{Database: "shop", User: "we'b", Password: "longenough1"}, {Database: "shop", User: "web", Password: "it's'long"}} {
-		require.Error(t, in[0].EnsureAccount(context.Background(), bad))
+		require.Error(t, usersOf(t, servers[0]).EnsureAccount(context.Background(), bad))
 	}
+}
+
+// An admin account as releases before the narrowing made it (every privilege, GRANT
+// OPTION, and root over TCP) is narrowed in place: afterwards it does what the operator
+// needs, and no more.
+func TestAWideAdminAccountIsNarrowedInPlace(t *testing.T) {
+	ctx := testContext(t)
+	servers, in := cluster(t, 2)
+	root := asRoot(t, servers[0])
+	// The users account of such a release did not exist: the narrowing makes it.
+	for k := range servers {
+		require.NoError(t, asRoot(t, servers[k]).ExecUnlogged(ctx, "DROP USER '"+resources.UsersUser+"'@'%'"))
+	}
+	// The test's servers have 'root'@'%' (test/mysqld makes it), as those releases did.
+	wide := []string{"GRANT ALL PRIVILEGES ON *.* TO '" + adminUser + "'@'%' WITH GRANT OPTION"}
+	for k := range servers {
+		require.NoError(t, asRoot(t, servers[k]).ExecUnlogged(ctx, wide...))
+	}
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
+	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	require.NoError(t, root.Exec(ctx, "CREATE DATABASE other"))
+	require.NoError(t, root.Exec(ctx, "CREATE TABLE other.secrets (id INT PRIMARY KEY)"))
+
+	admin := func(s *mysqld.Instance) mysql.Instance { // a new session: global grants apply to new ones
+		in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: adminUser, Password: replPassword})
+		require.NoError(t, err)
+		t.Cleanup(func() { in.Close() })
+		return in
+	}
+	before := admin(servers[0])
+	w, err := before.Wide(ctx)
+	require.NoError(t, err)
+	require.True(t, w, "ALL PRIVILEGES WITH GRANT OPTION is wide")
+	require.NoError(t, before.NarrowAccount(ctx, mysql.NarrowOptions{Grants: resources.AdminGrantStatements(),
+		Prepare: append([]string{"DROP USER IF EXISTS 'root'@'%'"}, resources.UsersAccountStatements(replPassword, applicationDatabase)...)}))
+
+	st, err := in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NoError(t, in[1].WaitForGTID(ctx, st.GTIDExecuted, 30*time.Second))
+	for k, s := range servers { // the replica too: the statements replicate
+		after := admin(s)
+		w, err := after.Wide(ctx)
+		require.NoError(t, err)
+		require.False(t, w, "instance %d: narrowed", k)
+		_, err = connectAs(t, s.Addr(), "root", mysqld.RootPassword, "").ExecContext(ctx, "SELECT 1")
+		require.ErrorContains(t, err, "Error 1045", "instance %d: no root over TCP", k)
+		var n int
+		require.ErrorContains(t, connectAs(t, s.Addr(), adminUser, replPassword, "").QueryRowContext(ctx,
+			"SELECT COUNT(*) FROM other.secrets").Scan(&n), "Error 1142", "instance %d: no application data", k)
+	}
+	after := admin(servers[0])
+	require.ErrorContains(t, after.Exec(ctx, "RENAME USER 'root'@'localhost' TO 'root'@'%'"), "Error 1227",
+		"the admin account manages no accounts")
+	require.ErrorContains(t, after.Exec(ctx, "GRANT SELECT ON *.* TO '"+replUser+"'@'%'"), "Error 1045", "nor grants")
+	users := usersOf(t, servers[0])
+	require.ErrorContains(t, users.Exec(ctx, "RENAME USER 'root'@'localhost' TO 'root'@'%'"), "Error 1227",
+		"root is a system account the users account cannot touch")
+	require.NoError(t, users.EnsureAccount(ctx, mysql.AccountOptions{Database: "shop", User: "web", Password: "firstPassword1"}),
+		"the users account makes the application's account on its database")
+	require.Error(t, users.EnsureAccount(ctx, mysql.AccountOptions{Database: "other", User: "web2", Password: "firstPassword1"}),
+		"and on no other")
+}
+
+// usersOf opens the SQL layer on s as the operator's users account; closed at the test's end.
+func usersOf(t *testing.T, s *mysqld.Instance) mysql.Instance {
+	t.Helper()
+	in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: resources.UsersUser, Password: replPassword})
+	require.NoError(t, err)
+	t.Cleanup(func() { in.Close() })
+	return in
+}
+
+// The narrowed admin account fences a primary with root's and an application's sessions
+// open: it may end root's (SYSTEM_USER), and nothing writes afterwards.
+func TestTheNarrowedAdminFencesRootsSessionsToo(t *testing.T) {
+	ctx := testContext(t)
+	servers, in := cluster(t, 1)
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
+	root := connectAs(t, servers[0].Addr(), "root", mysqld.RootPassword, "")
+	require.NoError(t, root.PingContext(ctx))
+	client := appClient(t, ctx, servers[0])
+	require.NoError(t, client.Exec(ctx, "SELECT 1"))
+	require.NoError(t, in[0].Fence(ctx, adminUser, replUser))
+	require.Error(t, client.Exec(ctx, "CREATE DATABASE nope"), "the application's session was ended or is read-only")
+	_, err := root.ExecContext(ctx, "CREATE DATABASE nope")
+	require.ErrorContains(t, err, "super-read-only", "root writes nothing either")
 }

@@ -28,8 +28,8 @@ func halfReceived(t *testing.T, ctx context.Context) ([]*mysqld.Instance, []mysq
 	t.Helper()
 	servers, in := cluster(t, 2)
 	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
-	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
-	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY, pad VARCHAR(1000))"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY, pad VARCHAR(1000))"))
 	proxy := newStallProxy(t, servers[0].Addr())
 	via := replicaOf(servers[0])
 	via.SourcePort, via.SemiSync = proxy.port(), false
@@ -39,7 +39,7 @@ func halfReceived(t *testing.T, ctx context.Context) ([]*mysqld.Instance, []mysq
 	require.NoError(t, in[1].WaitForGTID(ctx, st.GTIDExecuted, 30*time.Second))
 
 	proxy.stallAfter(256 << 10)
-	require.NoError(t, in[0].Exec(ctx, bigInsert))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, bigInsert))
 	st, err = in[0].Status(ctx)
 	require.NoError(t, err)
 	db, err := servers[1].DB()

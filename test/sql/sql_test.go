@@ -9,10 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dolphin-operator/dolphin/internal/mysql"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/mysqld"
 )
 
-const replUser, replPassword = "repl", "repl-password"
+// The operator's accounts, made as an instance's init container makes them (AccountsSQL):
+// the tier's operations run as the operator's narrowed admin account, replication and
+// clone donors are reached as its replication account. All share one password here.
+const (
+	replUser, replPassword = resources.ReplicationUser, "Accounts-password1"
+	adminUser              = resources.AdminUser
+	// applicationDatabase is the tier's spec.application.database.
+	applicationDatabase = "shop"
+)
 
 // cluster starts n servers, opens the SQL layer on each and creates the replication
 // account on every one of them without logging it, as the operator does when it
@@ -29,19 +38,28 @@ func cluster(t *testing.T, n int) ([]*mysqld.Instance, []mysql.Instance) {
 	return servers, out
 }
 
-// withReplicationAccount opens the SQL layer on s and creates the replication account
-// without logging it.
+// withReplicationAccount creates the operator's accounts on s without logging them (for a
+// cluster whose spec.application names applicationDatabase), and
+// opens the SQL layer on s as the operator's admin account.
 func withReplicationAccount(t *testing.T, s *mysqld.Instance) mysql.Instance {
+	t.Helper()
+	require.NoError(t, s.CreateOperatorAccounts(context.Background(), replPassword, applicationDatabase))
+	in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: adminUser, Password: replPassword})
+	require.NoError(t, err)
+	t.Cleanup(func() { in.Close() })
+	st, err := in.Status(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, st.GTIDExecuted, "unlogged statements leave no GTID")
+	return in
+}
+
+// asRoot opens the SQL layer on s as root, for what a test does beside the operator
+// (its data); closed at the test's end.
+func asRoot(t *testing.T, s *mysqld.Instance) mysql.Instance {
 	t.Helper()
 	in, err := mysql.Open(mysql.Config{Addr: s.Addr(), User: "root", Password: mysqld.RootPassword})
 	require.NoError(t, err)
 	t.Cleanup(func() { in.Close() })
-	require.NoError(t, in.ExecUnlogged(context.Background(),
-		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", replUser, replPassword),
-		fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN, CLONE_ADMIN ON *.* TO '%s'@'%%'", replUser)))
-	st, err := in.Status(context.Background())
-	require.NoError(t, err)
-	require.Empty(t, st.GTIDExecuted, "unlogged statements leave no GTID")
 	return in
 }
 
@@ -103,9 +121,9 @@ func TestAPrimaryAndTwoSemiSyncReplicas(t *testing.T) {
 	require.NoError(t, in[2].ConfigureReplica(ctx, replicaOf(servers[0])))
 
 	semiSyncClients(t, ctx, in[0], 2, in[1], in[2])
-	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
-	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
-	require.NoError(t, in[0].Exec(ctx, "INSERT INTO app.t VALUES (1)"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "INSERT INTO app.t VALUES (1)"))
 	primary, err := in[0].Status(ctx)
 	require.NoError(t, err)
 	require.NotEmpty(t, primary.GTIDExecuted, "the writes were logged with GTIDs")
@@ -126,7 +144,7 @@ func TestAPrimaryAndTwoSemiSyncReplicas(t *testing.T) {
 	// Idempotent: configuring again changes nothing and breaks nothing.
 	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
 	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
-	require.Error(t, in[1].Exec(ctx, "INSERT INTO app.t VALUES (2)"), "a fenced replica refuses writes, even from root")
+	require.Error(t, asRoot(t, servers[1]).Exec(ctx, "INSERT INTO app.t VALUES (2)"), "a fenced replica refuses writes, even from root")
 }
 
 func TestErrantTransactionsAreFoundWithGTIDSubtract(t *testing.T) {
@@ -134,7 +152,7 @@ func TestErrantTransactionsAreFoundWithGTIDSubtract(t *testing.T) {
 	servers, in := cluster(t, 2)
 	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
 	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
-	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE DATABASE app"))
 	p, err := in[0].Status(ctx)
 	require.NoError(t, err)
 	require.NotEmpty(t, p.GTIDExecuted)
@@ -142,7 +160,7 @@ func TestErrantTransactionsAreFoundWithGTIDSubtract(t *testing.T) {
 
 	// Someone writes on the replica behind the operator's back.
 	require.NoError(t, in[1].SetSuperReadOnly(ctx, false))
-	require.NoError(t, in[1].Exec(ctx, "CREATE DATABASE errant"))
+	require.NoError(t, asRoot(t, servers[1]).Exec(ctx, "CREATE DATABASE errant"))
 	r, err := in[1].Status(ctx)
 	require.NoError(t, err)
 	errant, err := in[1].GTIDSubtract(ctx, r.GTIDExecuted, p.GTIDExecuted)
@@ -158,9 +176,9 @@ func TestCloneSeedsAnEmptyInstance(t *testing.T) {
 	ctx := testContext(t)
 	servers, in := cluster(t, 2)
 	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
-	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
-	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(20))"))
-	require.NoError(t, in[0].Exec(ctx, "INSERT INTO app.t VALUES (1, 'cloned'), (2, 'too')"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(20))"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "INSERT INTO app.t VALUES (1, 'cloned'), (2, 'too')"))
 	donor, err := in[0].Status(ctx)
 	require.NoError(t, err)
 	require.NotEmpty(t, donor.GTIDExecuted)
@@ -183,7 +201,7 @@ func TestCloneSeedsAnEmptyInstance(t *testing.T) {
 	// The clone then replicates from where the copy ended.
 	require.NoError(t, in[1].ConfigureReplica(ctx, mysql.ReplicaOptions{SourceHost: "127.0.0.1", SourcePort: servers[0].Port(),
 		User: replUser, Password: replPassword}))
-	require.NoError(t, in[0].Exec(ctx, "INSERT INTO app.t VALUES (3, 'after')"))
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "INSERT INTO app.t VALUES (3, 'after')"))
 	after, err := in[0].Status(ctx)
 	require.NoError(t, err)
 	require.NoError(t, in[1].WaitForGTID(ctx, after.GTIDExecuted, 30*time.Second))
@@ -195,7 +213,7 @@ func TestKillConnectionsEndsClientSessionsButNotReplication(t *testing.T) {
 	require.NoError(t, client.Exec(ctx, "SELECT 1"))
 
 	require.NoError(t, in[0].SetSuperReadOnly(ctx, true))
-	require.NoError(t, in[0].KillConnections(ctx, "root"))
+	require.NoError(t, in[0].KillConnections(ctx, adminUser, replUser))
 	semiSyncClients(t, ctx, in[0], 1, in[1]) // the replica's session survived the kill
 	err := client.Exec(ctx, "CREATE DATABASE nope")
 	require.Error(t, err, "a fenced primary refuses the client's writes")
@@ -220,7 +238,7 @@ func TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement(t *testing.T) {
 
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	require.NoError(t, in[0].Fence(fctx, "root"), "the fence takes effect with a commit waiting")
+	require.NoError(t, in[0].Fence(fctx, adminUser, replUser), "the fence takes effect with a commit waiting")
 	select {
 	case err := <-committed:
 		require.Error(t, err, "the killed session's client is not told its commit succeeded")
@@ -235,10 +253,11 @@ func TestFencingAPrimaryWhoseCommitsWaitForAnAcknowledgement(t *testing.T) {
 
 // appClient creates an application account (no SUPER: read-only applies to it) on the
 // primary and connects as it; the connection is closed at the test's end.
-func appClient(t *testing.T, ctx context.Context, primary mysql.Instance, server *mysqld.Instance) mysql.Instance {
+func appClient(t *testing.T, ctx context.Context, server *mysqld.Instance) mysql.Instance {
 	t.Helper()
-	require.NoError(t, primary.Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'"))
-	require.NoError(t, primary.Exec(ctx, "GRANT ALL ON *.* TO 'app'@'%'"))
+	root := asRoot(t, server)
+	require.NoError(t, root.Exec(ctx, "CREATE USER 'app'@'%' IDENTIFIED BY 'app-pw'"))
+	require.NoError(t, root.Exec(ctx, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP ON *.* TO 'app'@'%'"))
 	client, err := mysql.Open(mysql.Config{Addr: server.Addr(), User: "app", Password: "app-pw"})
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
@@ -254,7 +273,7 @@ func losslessPair(t *testing.T, ctx context.Context) ([]*mysqld.Instance, []mysq
 	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
 	// A lossless primary commits only once a replica acknowledges: wait for it to be there.
 	semiSyncClients(t, ctx, in[0], 1, in[1])
-	return servers, in, appClient(t, ctx, in[0], servers[0])
+	return servers, in, appClient(t, ctx, servers[0])
 }
 
 // A hazard, shown here so that nothing in Dolphin relies on the opposite: when mysqld is
@@ -282,8 +301,8 @@ func TestShutdownAcknowledgesACommitNoReplicaHas(t *testing.T) {
 // with the channel its outcome arrives on.
 func stuckCommit(t *testing.T, ctx context.Context, primary *mysqld.Instance, in []mysql.Instance, client mysql.Instance) <-chan error {
 	t.Helper()
-	require.NoError(t, in[0].Exec(ctx, "CREATE DATABASE app"))
-	require.NoError(t, in[0].Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
+	require.NoError(t, asRoot(t, primary).Exec(ctx, "CREATE DATABASE app"))
+	require.NoError(t, asRoot(t, primary).Exec(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"))
 	require.NoError(t, in[1].StopReplication(ctx, false)) // no acknowledgement from now on
 	semiSyncClients(t, ctx, in[0], 0, in[1])
 	root, err := primary.DB()

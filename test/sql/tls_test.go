@@ -150,7 +150,7 @@ func TestAReplicaVerifiesItsSourcesCertificate(t *testing.T) {
 		t.Helper()
 		require.NoError(t, replica.ConfigureReplica(ctx, o))
 		db := fmt.Sprintf("from_%d_%v", k, o.TLSVerifyName)
-		require.NoError(t, in[k].Exec(ctx, "CREATE DATABASE "+db))
+		require.NoError(t, asRoot(t, servers[k]).Exec(ctx, "CREATE DATABASE "+db))
 		st, err := in[k].Status(ctx)
 		require.NoError(t, err)
 		require.NoError(t, replica.WaitForGTID(ctx, st.GTIDExecuted, 30*time.Second), "replicates from %s", servers[k].Addr())
@@ -200,7 +200,7 @@ func TestACloneVerifiesItsDonorsCertificate(t *testing.T) {
 	servers, in := startTLS(t, dirs...)
 	for k := 1; k < len(in); k++ {
 		require.NoError(t, in[k].ConfigurePrimary(ctx, mysql.PrimaryOptions{}))
-		require.NoError(t, in[k].Exec(ctx, fmt.Sprintf("CREATE DATABASE donor_%d", k)))
+		require.NoError(t, asRoot(t, servers[k]).Exec(ctx, fmt.Sprintf("CREATE DATABASE donor_%d", k)))
 	}
 	from := func(k int) mysql.CloneOptions {
 		return mysql.CloneOptions{DonorHost: "127.0.0.1", DonorPort: servers[k].Port(), User: replUser, Password: replPassword,
