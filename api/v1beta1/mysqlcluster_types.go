@@ -93,7 +93,9 @@ type MySQLClusterSpec struct {
 
 	// Application is a database and an account for applications, so that they need neither
 	// root nor the operator's accounts: the operator creates both on the primary and keeps
-	// the account's password in the Secret <cluster>-app, with the connection details.
+	// the account's password in the Secret <cluster>-app, with the connection details. Set
+	// when the cluster is created (the operator's account for applications is granted that
+	// database then); its database cannot change afterwards.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Application"
 	Application *ApplicationSpec `json:"application,omitempty"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,7 +29,8 @@ import (
 // on a running 3-instance cluster with a writer, the way a kustomize user upgrades: `make
 // deploy` again, with the new operator image and, as a new release would, another default
 // MySQL image. The new operator keeps the pod template the instances run: no pod is
-// replaced, no mysqld restarts, and PendingRestart names the image a restart would bring.
+// replaced, no mysqld restarts, PendingRestart names the image a restart would bring, and
+// the previous build's accounts are narrowed in place (no root over TCP).
 // spec.updatePolicy.operatorUpgrade Roll then rolls the instances onto it, replicas first
 // and the primary last after one switchover. No acknowledged write is lost.
 func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
@@ -89,6 +91,23 @@ func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
 	})
 	pending := meta.FindStatusCondition(c.Status.Conditions, mysqlv1beta1.ConditionPendingRestart)
 	t.Logf("the new operator held the template %s after the upgrade began: %s", took.Round(10*time.Millisecond), pending.Message)
+	// The accounts the previous build made (root over TCP, an admin account with every
+	// privilege) are narrowed in place, without a restart (checked below).
+	waitFor(t, time.Minute, "the primary Lease to note the accounts narrowed", func() error {
+		l := &coordinationv1.Lease{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-primary"}, l); err != nil {
+			return err
+		}
+		if v := l.Annotations["mysql.dolphin-operator.io/accounts"]; v != "narrowed" {
+			return fmt.Errorf("annotation %q", v)
+		}
+		return nil
+	})
+	for _, n := range names { // the replicas by replication
+		waitFor(t, 30*time.Second, n+" to refuse root over TCP and the admin account a table", func() error {
+			return narrowed(ctx, g, ns, name, n)
+		})
+	}
 	time.Sleep(10 * time.Second) // passes of the new operator, each of which could have restarted something
 	uptime, err := g.Uptimes(ctx, ns, name, names...)
 	require.NoError(t, err)
@@ -195,4 +214,27 @@ func requireNoLostWrites(t *testing.T, g *ground.Ground, ns, cluster, primary st
 	})
 	t.Logf("%d acknowledged writes, lost: %v", len(acks), lost)
 	require.Empty(t, lost, "every acknowledged write survives")
+}
+
+// narrowed says why instance n still has an earlier build's accounts: root logs in over
+// TCP, or the admin account reads mysql.user.
+func narrowed(ctx context.Context, g *ground.Ground, ns, cluster, n string) error {
+	root, err := g.AccountDB(ctx, ns, cluster, n, "root", resources.KeyRootPassword)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }()
+	if err := root.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "Error 1045") {
+		return fmt.Errorf("root over TCP: %v", err)
+	}
+	admin, err := g.AccountDB(ctx, ns, cluster, n, resources.AdminUser, resources.KeyAdminPassword)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = admin.Close() }()
+	var rows int
+	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.user").Scan(&rows); err == nil || !strings.Contains(err.Error(), "Error 1142") {
+		return fmt.Errorf("the admin account reading mysql.user: %v", err)
+	}
+	return nil
 }
