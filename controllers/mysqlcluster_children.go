@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -323,6 +324,14 @@ func (r *MySQLClusterReconciler) reconcilePDB(ctx context.Context, st *state) er
 	c := st.cluster
 	return r.applyOrDelete(ctx, st, present(resources.PodDisruptionBudget(c)),
 		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.PodDisruptionBudgetName(c)}})
+}
+
+// reconcileNetworkPolicy keeps the instances' NetworkPolicy (spec.networkPolicy), or
+// deletes it when disabled.
+func (r *MySQLClusterReconciler) reconcileNetworkPolicy(ctx context.Context, st *state) error {
+	c := st.cluster
+	return r.applyOrDelete(ctx, st, present(resources.NetworkPolicy(c, r.OperatorNamespace)),
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.NetworkPolicyName(c)}})
 }
 
 // reconcileBackup keeps the backup volume and the binary log archiver, creates the

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,6 +52,9 @@ type MySQLClusterReconciler struct {
 	Now func() time.Time
 	// Watchdog tracks the reconciles in flight for the liveness check (none when nil).
 	Watchdog *Watchdog
+	// OperatorNamespace is where the operator's pods run, which the instances'
+	// NetworkPolicy admits; empty when it runs outside the cluster (no policy is made).
+	OperatorNamespace string
 
 	archives archiveReads
 	kinds    optionalKinds
@@ -66,6 +70,7 @@ type MySQLClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=mysql.dolphin-operator.io,resources=mysqlbackups,verbs=get;list;watch;create;delete
@@ -179,6 +184,7 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 		{"restore", r.reconcileRestore},
 		{"statefulset", r.reconcileStatefulSet},
 		{"disruption budget", r.reconcilePDB},
+		{"network policy", r.reconcileNetworkPolicy},
 		{"backup", r.reconcileBackup},
 		{"monitoring", r.reconcileMonitoring},
 		{"topology", r.reconcileTopology},
@@ -259,7 +265,7 @@ func (r *MySQLClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	owner := &mysqlv1beta1.MySQLCluster{}
 	for _, o := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.Service{},
 		&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.PersistentVolumeClaim{}, &policyv1.PodDisruptionBudget{},
-		&batchv1.Job{}} {
+		&batchv1.Job{}, &networkingv1.NetworkPolicy{}} {
 		b = b.Watches(o, ownedBy(mgr.GetScheme(), mgr.GetRESTMapper(), owner))
 	}
 	return b.

@@ -50,6 +50,10 @@ func (c *MySQLCluster) Default() []string {
 		a.PreviousPasswordRetention = &metav1.Duration{Duration: DefaultPreviousPasswordRetention}
 		mark("spec.application.previousPasswordRetention")
 	}
+	if s.NetworkPolicy.Enabled == nil {
+		s.NetworkPolicy.Enabled = new(true)
+		mark("spec.networkPolicy.enabled")
+	}
 	ss := &s.Replication.SemiSync
 	if ss.Enabled == nil {
 		ss.Enabled = new(true)

@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -99,6 +100,29 @@ type MySQLClusterSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Application"
 	Application *ApplicationSpec `json:"application,omitempty"`
+
+	// NetworkPolicy says who may reach the instances' ports: the operator makes a
+	// NetworkPolicy for them unless it is disabled. It takes effect where the cluster's
+	// network plugin enforces NetworkPolicies.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Network policy"
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec is the instances' NetworkPolicy: MySQL's port admits the operator's
+// pods, the cluster's own pods (instances replicating and cloning, backup and restore
+// Jobs) and Clients; the exporter's port admits Metrics.
+type NetworkPolicySpec struct {
+	// Enabled makes the NetworkPolicy (default true); false deletes it.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Clients may reach MySQL's port, beside the operator and the cluster's own pods.
+	// Unset: every pod of the cluster's namespace.
+	// +optional
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
+	// Metrics may reach the exporter's port. Unset: anyone.
+	// +optional
+	Metrics []networkingv1.NetworkPolicyPeer `json:"metrics,omitempty"`
 }
 
 // ApplicationSpec names the application's database and account.

@@ -2,12 +2,14 @@ package v1beta1
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,6 +25,7 @@ func (c *MySQLCluster) Validate() field.ErrorList {
 	for _, check := range []func(*MySQLCluster) field.ErrorList{
 		validateInstances, validateVersion, validateConfig, validateStorage, validatePrimary,
 		validateReplication, validateTLS, validateBackup, validateBootstrap, validateApplication,
+		validateNetworkPolicy,
 	} {
 		errs = append(errs, check(c)...)
 	}
@@ -131,6 +134,39 @@ var storedBackupName = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[a-z0-9]([-a-z0-9
 
 // oneGTID is one transaction's GTID: a server's UUID and a transaction number.
 var oneGTID = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:[1-9][0-9]*$`)
+
+// validateNetworkPolicy checks the peers spec.networkPolicy admits, as the API server
+// would check the NetworkPolicy made of them: each names pods, namespaces or addresses,
+// and addresses are CIDRs.
+func validateNetworkPolicy(c *MySQLCluster) field.ErrorList {
+	var errs field.ErrorList
+	np := specPath.Child("networkPolicy")
+	for _, list := range []struct {
+		name  string
+		peers []networkingv1.NetworkPolicyPeer
+	}{{"clients", c.Spec.NetworkPolicy.Clients}, {"metrics", c.Spec.NetworkPolicy.Metrics}} {
+		for k, peer := range list.peers {
+			p := np.Child(list.name).Index(k)
+			if peer.PodSelector == nil && peer.NamespaceSelector == nil && peer.IPBlock == nil {
+				errs = append(errs, field.Required(p, "one of podSelector, namespaceSelector and ipBlock"))
+			}
+			if b := peer.IPBlock; b != nil {
+				if peer.PodSelector != nil || peer.NamespaceSelector != nil {
+					errs = append(errs, field.Forbidden(p.Child("ipBlock"), "not together with podSelector or namespaceSelector"))
+				}
+				if _, _, err := net.ParseCIDR(b.CIDR); err != nil {
+					errs = append(errs, field.Invalid(p.Child("ipBlock", "cidr"), b.CIDR, "not a CIDR"))
+				}
+				for e, x := range b.Except {
+					if _, _, err := net.ParseCIDR(x); err != nil {
+						errs = append(errs, field.Invalid(p.Child("ipBlock", "except").Index(e), x, "not a CIDR"))
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
 
 // validateApplicationChange keeps spec.application's database as the cluster was created
 // with: the operator's users account is granted that database when the accounts are made

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -427,5 +428,25 @@ func TestValidateApplicationChange(t *testing.T) {
 		"added later":          {cluster(), cluster(app("shop", "")), map[string]string{"spec.application": "is set when the cluster is created"}},
 	} {
 		t.Run(name, func(t *testing.T) { expect(t, tc.c.ValidateChange(tc.old), tc.want) })
+	}
+}
+
+func TestValidateNetworkPolicy(t *testing.T) {
+	peers := func(p ...networkingv1.NetworkPolicyPeer) func(*MySQLCluster) {
+		return func(c *MySQLCluster) { c.Spec.NetworkPolicy.Clients = p }
+	}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}
+	for name, tc := range map[string]struct {
+		c    *MySQLCluster
+		want map[string]string
+	}{
+		"pods":         {cluster(peers(networkingv1.NetworkPolicyPeer{PodSelector: sel})), nil},
+		"addresses":    {cluster(peers(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.0/16"}}})), nil},
+		"nothing":      {cluster(peers(networkingv1.NetworkPolicyPeer{})), map[string]string{"spec.networkPolicy.clients[0]": "one of podSelector"}},
+		"not a CIDR":   {cluster(peers(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.1"}})), map[string]string{"spec.networkPolicy.clients[0].ipBlock.cidr": "not a CIDR"}},
+		"a bad except": {cluster(peers(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"x"}}})), map[string]string{"spec.networkPolicy.clients[0].ipBlock.except[0]": "not a CIDR"}},
+		"both":         {cluster(peers(networkingv1.NetworkPolicyPeer{PodSelector: sel, IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}})), map[string]string{"spec.networkPolicy.clients[0].ipBlock": "not together"}},
+	} {
+		t.Run(name, func(t *testing.T) { expect(t, validateNetworkPolicy(tc.c), tc.want) })
 	}
 }

@@ -256,6 +256,7 @@ func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
 		Topology:                topo,
 		MaxConcurrentReconciles: o.maxConcurrent,
 		Watchdog:                watchdog,
+		OperatorNamespace:       os.Getenv("POD_NAMESPACE"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("the MySQLCluster controller: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,8 +36,9 @@ func controllerEnv(t testing.TB) (*envtest.Env, *controllers.MySQLClusterReconci
 	env := envtest.Start(t, envtest.Options{Webhooks: true, Setup: func(mgr ctrl.Manager) error {
 		counting = envtest.NewCountingClient(mgr.GetClient())
 		rec = &controllers.MySQLClusterReconciler{Client: counting, Scheme: mgr.GetScheme(),
-			Recorder: mgr.GetEventRecorder("dolphin-operator"),
-			Images:   resources.ImagesFromEnv(func(string) string { return "" })}
+			Recorder:          mgr.GetEventRecorder("dolphin-operator"),
+			Images:            resources.ImagesFromEnv(func(string) string { return "" }),
+			OperatorNamespace: "dolphin-system"}
 		return rec.SetupWithManager(mgr)
 	}}, func(mgr ctrl.Manager) error {
 		if err := webhookv1beta1.SetupMySQLClusterWebhookWithManager(mgr, resources.ImagesFromEnv(func(string) string { return "" })); err != nil {
@@ -80,7 +82,8 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 			"db-replicas": &corev1.Service{}, "db-config": &corev1.ConfigMap{}, "db-credentials": &corev1.Secret{},
 			"db-ca": &corev1.Secret{}, "db-tls": &corev1.Secret{},
 		}
-		children["db "] = &policyv1.PodDisruptionBudget{} // same name as the StatefulSet
+		children["db "] = &policyv1.PodDisruptionBudget{}         // same name as the StatefulSet
+		children["db-instances "] = &networkingv1.NetworkPolicy{} // same name as the headless Service
 		for name, obj := range children {
 			eventually(t, name, func() error {
 				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: trim(name)}, obj); err != nil {
@@ -114,6 +117,42 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 				return fmt.Errorf("no pod runs here (no controller-manager), so the cluster is not ready: %+v", got.Status)
 			}
 			return nil
+		})
+	})
+
+	t.Run("the instances' NetworkPolicy admits the operator, the cluster's pods and its namespace, and goes when disabled", func(t *testing.T) {
+		np, err := get(ctx, c, ns, "db-instances", &networkingv1.NetworkPolicy{})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{resources.LabelName: "mysql", resources.LabelInstance: "db",
+			resources.LabelManagedBy: resources.ManagedBy}, np.Spec.PodSelector.MatchLabels)
+		require.Len(t, np.Spec.Ingress, 2)
+		from := np.Spec.Ingress[0].From
+		require.Equal(t, int32(resources.MySQLPort), np.Spec.Ingress[0].Ports[0].Port.IntVal)
+		require.Len(t, from, 3)
+		require.Equal(t, "dolphin-system", from[1].NamespaceSelector.MatchLabels[corev1.LabelMetadataName], "the operator's namespace")
+		require.Equal(t, resources.OperatorPodLabels, from[1].PodSelector.MatchLabels)
+		require.Empty(t, from[2].PodSelector.MatchLabels, "every pod of the cluster's namespace, by default")
+		require.Nil(t, from[2].NamespaceSelector)
+		require.Empty(t, np.Spec.Ingress[1].From, "the exporter's port admits anyone by default")
+
+		got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+		require.NoError(t, err)
+		require.True(t, *got.Spec.NetworkPolicy.Enabled, "defaulted")
+		got.Spec.NetworkPolicy.Enabled = new(false)
+		require.NoError(t, c.Update(ctx, got))
+		eventually(t, "the NetworkPolicy deleted", func() error {
+			if _, err := get(ctx, c, ns, "db-instances", &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there: %v", err)
+			}
+			return nil
+		})
+		got, err = get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
+		require.NoError(t, err)
+		got.Spec.NetworkPolicy.Enabled = new(true)
+		require.NoError(t, c.Update(ctx, got))
+		eventually(t, "the NetworkPolicy made again", func() error {
+			_, err := get(ctx, c, ns, "db-instances", &networkingv1.NetworkPolicy{})
+			return err
 		})
 	})
 
