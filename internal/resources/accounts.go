@@ -24,6 +24,9 @@ const (
 	BackupUser = "dolphin-backup"
 	// UsersUser is the account the operator manages spec.application's account with.
 	UsersUser = "dolphin-users"
+	// ProbeUser is the readiness probe's: on the local socket only ('localhost'), with no
+	// privilege (SELECT @@super_read_only needs none).
+	ProbeUser = "dolphin-probe"
 )
 
 // adminGrants are the operator's privileges on *.*, each with the statements that need
@@ -65,12 +68,16 @@ const usersGrantSQL = "GRANT CREATE USER ON *.* TO '" + UsersUser + "'@'%';\n"
 // account of an earlier release in place (mysql.Instance.NarrowAccount).
 func AdminGrantStatements() []string { return statements(adminGrantSQL) }
 
-// UsersAccountStatements create UsersUser with password where it is missing, as the
-// operator narrows an earlier release's accounts in place, and grant it what
-// ApplicationGrantSQL does on database ("": no database).
-func UsersAccountStatements(password, database string) []string {
-	out := []string{"CREATE USER IF NOT EXISTS '" + UsersUser + "'@'%' IDENTIFIED BY '" + password + "'",
-		"ALTER USER '" + UsersUser + "'@'%' IDENTIFIED BY '" + password + "'"}
+// NarrowPrepareStatements are what the operator runs on the primary, as the admin account
+// of an earlier release (which can), before narrowing that account in place: drop root
+// over TCP, create UsersUser and ProbeUser where missing with these passwords, and grant
+// UsersUser what ApplicationGrantSQL does on database ("": no database).
+func NarrowPrepareStatements(usersPassword, probePassword, database string) []string {
+	out := []string{"DROP USER IF EXISTS 'root'@'%'",
+		"CREATE USER IF NOT EXISTS '" + UsersUser + "'@'%' IDENTIFIED BY '" + usersPassword + "'",
+		"ALTER USER '" + UsersUser + "'@'%' IDENTIFIED BY '" + usersPassword + "'",
+		"CREATE USER IF NOT EXISTS '" + ProbeUser + "'@'localhost' IDENTIFIED BY '" + probePassword + "'",
+		"ALTER USER '" + ProbeUser + "'@'localhost' IDENTIFIED BY '" + probePassword + "'"}
 	out = append(out, statements(usersGrantSQL)...)
 	if database != "" {
 		out = append(out, statements(strings.ReplaceAll(ApplicationGrantSQL, "${"+ApplicationDatabaseVar+"}", database))...)
@@ -106,7 +113,12 @@ var accountVars = []struct{ env, key string }{
 	{"DOLPHIN_EXPORTER_PASSWORD", KeyExporterPassword},
 	{"DOLPHIN_BACKUP_PASSWORD", KeyBackupPassword},
 	{"DOLPHIN_USERS_PASSWORD", KeyUsersPassword},
+	{ProbePasswordVar, KeyProbePassword},
 }
+
+// ProbePasswordVar is the variable that gives ProbeUser's password to the init container
+// and to the mysql container's readiness probe.
+const ProbePasswordVar = "DOLPHIN_PROBE_PASSWORD"
 
 // AccountsSQL creates the operator's accounts. ${VARIABLES} name the init container's
 // environment (AccountEnv); the shell expands them there. Passwords come from
@@ -122,7 +134,8 @@ GRANT SELECT ON performance_schema.* TO '` + ExporterUser + `'@'%';
 CREATE USER IF NOT EXISTS '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}' ACCOUNT LOCK;
 GRANT SELECT, SHOW VIEW, TRIGGER, LOCK TABLES, EVENT, RELOAD, PROCESS, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO '` + BackupUser + `'@'%';
 CREATE USER IF NOT EXISTS '` + UsersUser + `'@'%' IDENTIFIED BY '${DOLPHIN_USERS_PASSWORD}' ACCOUNT LOCK;
-` + usersGrantSQL + `ALTER USER '` + AdminUser + `'@'%', '` + ReplicationUser + `'@'%', '` + ExporterUser + `'@'%', '` + BackupUser + `'@'%', '` + UsersUser + `'@'%' ACCOUNT UNLOCK;
+` + usersGrantSQL + `CREATE USER IF NOT EXISTS '` + ProbeUser + `'@'localhost' IDENTIFIED BY '${` + ProbePasswordVar + `}';
+ALTER USER '` + AdminUser + `'@'%', '` + ReplicationUser + `'@'%', '` + ExporterUser + `'@'%', '` + BackupUser + `'@'%', '` + UsersUser + `'@'%' ACCOUNT UNLOCK;
 `
 
 // NarrowSQL takes from root and the admin account what earlier releases gave them: root
@@ -143,6 +156,7 @@ ALTER USER '` + ReplicationUser + `'@'%' IDENTIFIED BY '${DOLPHIN_REPLICATION_PA
 ALTER USER '` + ExporterUser + `'@'%' IDENTIFIED BY '${DOLPHIN_EXPORTER_PASSWORD}';
 ALTER USER '` + BackupUser + `'@'%' IDENTIFIED BY '${DOLPHIN_BACKUP_PASSWORD}';
 ALTER USER '` + UsersUser + `'@'%' IDENTIFIED BY '${DOLPHIN_USERS_PASSWORD}';
+ALTER USER '` + ProbeUser + `'@'localhost' IDENTIFIED BY '${` + ProbePasswordVar + `}';
 `
 
 // accountEnv gives the init container the passwords AccountsSQL uses, and the application

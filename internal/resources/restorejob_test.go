@@ -55,7 +55,7 @@ func TestRestoreJob(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"MYSQL_ROOT_PASSWORD", "DOLPHIN_ADMIN_PASSWORD", "DOLPHIN_REPLICATION_PASSWORD",
-		"DOLPHIN_EXPORTER_PASSWORD", "DOLPHIN_BACKUP_PASSWORD", "DOLPHIN_USERS_PASSWORD"} {
+		"DOLPHIN_EXPORTER_PASSWORD", "DOLPHIN_BACKUP_PASSWORD", "DOLPHIN_USERS_PASSWORD", "DOLPHIN_PROBE_PASSWORD"} {
 		if !strings.HasPrefix(env[v], "db-credentials/") {
 			t.Errorf("%s from %q, want this cluster's credentials", v, env[v])
 		}

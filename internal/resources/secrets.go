@@ -20,11 +20,12 @@ const (
 	KeyExporterPassword    = "EXPORTER_PASSWORD"
 	KeyBackupPassword      = "BACKUP_PASSWORD"
 	KeyUsersPassword       = "USERS_PASSWORD"
+	KeyProbePassword       = "PROBE_PASSWORD"
 )
 
 // CredentialKeys lists every password the credentials Secret holds.
 var CredentialKeys = []string{KeyRootPassword, KeyAdminPassword, KeyReplicationPassword,
-	KeyExporterPassword, KeyBackupPassword, KeyUsersPassword}
+	KeyExporterPassword, KeyBackupPassword, KeyUsersPassword, KeyProbePassword}
 
 // passwordAlphabet avoids characters that need quoting in a shell, a DSN or SQL.
 const passwordAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"

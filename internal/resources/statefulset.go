@@ -184,12 +184,12 @@ func fieldEnv(name, path string) corev1.EnvVar {
 		APIVersion: "v1", FieldPath: path}}}
 }
 
-// sqlProbe runs a statement over the local socket as root: it succeeds only when mysqld
-// accepts connections and answers.
+// sqlProbe runs a statement over the local socket as the probe's account (ProbeUser, no
+// privilege): it succeeds only when mysqld accepts connections and answers.
 func sqlProbe(stmt string) corev1.ProbeHandler {
 	return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c",
-		fmt.Sprintf(`MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql --no-defaults --protocol=socket --socket=%s -uroot -N -e %q`,
-			SocketPath, stmt)}}}
+		fmt.Sprintf(`MYSQL_PWD="$%s" exec mysql --no-defaults --protocol=socket --socket=%s -u%s -N -e %q`,
+			ProbePasswordVar, SocketPath, ProbeUser, stmt)}}}
 }
 
 func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container {
@@ -218,6 +218,7 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 			fieldEnv("POD_NAME", "metadata.name"),
 			fieldEnv("POD_INDEX", "metadata.labels['apps.kubernetes.io/pod-index']"),
 			secretEnv("MYSQL_ROOT_PASSWORD", CredentialsSecretName(c), KeyRootPassword),
+			secretEnv(ProbePasswordVar, CredentialsSecretName(c), KeyProbePassword),
 		},
 		Ports:        []corev1.ContainerPort{{Name: "mysql", ContainerPort: MySQLPort, Protocol: corev1.ProtocolTCP}},
 		Resources:    c.Spec.Resources,

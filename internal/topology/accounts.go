@@ -10,8 +10,9 @@ import (
 
 // The operator's accounts as earlier releases made them are narrowed in place, once per
 // cluster and without a restart: root over TCP is dropped, the admin account keeps only the
-// privileges the operator's statements need (resources.AdminGrantStatements), and the users
-// account takes over the management of spec.application's account. It runs on the
+// privileges the operator's statements need (resources.AdminGrantStatements), the users
+// account takes over the management of spec.application's account, and the readiness
+// probe's account is made (the pods' new template uses it from their next restart). It runs on the
 // primary (binary-logged: the replicas follow) while the admin account still holds what it
 // gives away; the primary Lease notes that it is done, so that later passes do not read the
 // account's privileges again.
@@ -25,7 +26,7 @@ const accountsNarrowed = "narrowed"
 // readWide reads whether the recorded primary's admin account is an earlier release's,
 // until the Lease notes it is not; false when that cannot be read now (next pass).
 func (m *Manager) readWide(ctx context.Context, cl *cluster, in Input) bool {
-	if cl.accountsNarrowed || cl.usersPassword == "" {
+	if cl.accountsNarrowed || cl.usersPassword == "" || cl.probePassword == "" {
 		return false
 	}
 	h := cl.handles[in.Primary]
@@ -61,7 +62,7 @@ func (m *Manager) narrow(ctx context.Context, cl *cluster, t mysql.Instance) err
 	if a := cl.obj.Spec.Application; a != nil {
 		database = a.Database
 	}
-	prepare := append([]string{"DROP USER IF EXISTS 'root'@'%'"}, resources.UsersAccountStatements(cl.usersPassword, database)...)
+	prepare := resources.NarrowPrepareStatements(cl.usersPassword, cl.probePassword, database)
 	if err := t.NarrowAccount(ctx, mysql.NarrowOptions{Prepare: prepare, Grants: resources.AdminGrantStatements()}); err != nil {
 		return err
 	}

@@ -53,7 +53,8 @@ func TestManagerNarrowsAnEarlierReleasesAccountsOnceAndNotesIt(t *testing.T) {
 	w.pass(t) // bootstrap
 	w.replicate("db-0", u1+":1-5")
 	w.pass(t)
-	require.Contains(t, w.logged(), "db-0 NarrowAccount 4 prepared, 3 grants", "drop root@'%', make the users account, then grant")
+	require.Contains(t, w.logged(), "db-0 NarrowAccount 6 prepared, 3 grants",
+		"drop root@'%', make the users and probe accounts, then grant")
 	lease := &coordinationv1.Lease{}
 	require.NoError(t, w.m.Client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db-primary"}, lease))
 	require.Equal(t, accountsNarrowed, lease.Annotations[annotationAccounts])

@@ -351,8 +351,8 @@ type cluster struct {
 	application       *Application
 	// usersPassword is the users account's; accountsNarrowed: the Lease notes (or this
 	// pass found) that the primary's accounts are narrowed (accounts.go).
-	usersPassword    string
-	accountsNarrowed bool
+	usersPassword, probePassword string
+	accountsNarrowed             bool
 	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
 	tlsCA []byte
 	// tlsNotAfter is the expiry of the TLS Secret's certificate: an instance serving one
@@ -411,7 +411,8 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 	cl := &cluster{obj: c, pods: map[string]*corev1.Pod{}, handles: map[string]mysql.Instance{}, fenced: map[string]bool{},
 		adminPassword:   string(secret.Data[resources.KeyAdminPassword]),
 		replicaPassword: string(secret.Data[resources.KeyReplicationPassword]),
-		usersPassword:   string(secret.Data[resources.KeyUsersPassword])}
+		usersPassword:   string(secret.Data[resources.KeyUsersPassword]),
+		probePassword:   string(secret.Data[resources.KeyProbePassword])}
 	for i := range pods.Items {
 		cl.pods[pods.Items[i].Name] = &pods.Items[i]
 	}

@@ -223,7 +223,7 @@ func newWorld(t *testing.T, more ...string) *world {
 		w.clusters[name] = c
 		objs = append(objs, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.CredentialsSecretName(c)},
 			Data: map[string][]byte{resources.KeyAdminPassword: []byte("a"), resources.KeyReplicationPassword: []byte("r"),
-				resources.KeyUsersPassword: []byte("u")}})
+				resources.KeyUsersPassword: []byte("u"), resources.KeyProbePassword: []byte("p")}})
 		for i := range 3 {
 			pod := fmt.Sprintf("%s-%d", name, i)
 			ip := fmt.Sprintf("10.0.%d.%d", k, i+1)

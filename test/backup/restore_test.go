@@ -31,7 +31,7 @@ const newPassword = "restored-password"
 func restoreOf(t *testing.T, f *fixture, m backup.Manifest, data string) backup.Restore {
 	env := map[string]string{"MYSQL_ROOT_PASSWORD": mysqld.RootPassword, "DOLPHIN_ADMIN_PASSWORD": newPassword,
 		"DOLPHIN_REPLICATION_PASSWORD": newPassword, "DOLPHIN_EXPORTER_PASSWORD": newPassword, "DOLPHIN_BACKUP_PASSWORD": newPassword,
-		"DOLPHIN_USERS_PASSWORD": newPassword}
+		"DOLPHIN_USERS_PASSWORD": newPassword, "DOLPHIN_PROBE_PASSWORD": newPassword}
 	accounts, err := backup.Statements(resources.RekeySQL, func(k string) string { return env[k] })
 	require.NoError(t, err)
 	accounts = append(accounts, "CREATE USER 'root'@'%' IDENTIFIED BY '"+mysqld.RootPassword+"'",

@@ -134,6 +134,9 @@ func (in *Install) prepare(ctx context.Context, dir string) error {
 	return nil
 }
 
+// Socket is the path of mysqld's local socket.
+func (i *Instance) Socket() string { return filepath.Join(i.opts.Dir, "mysqld.sock") }
+
 // args are mysqld's options: GTID replication ready, small memory, no X protocol.
 func (i *Instance) args() []string {
 	d := i.opts.Dir
@@ -143,7 +146,7 @@ func (i *Instance) args() []string {
 		"--tmpdir=" + filepath.Join(d, "tmp"),
 		// mysqld refuses to start unless secure_file_priv names a folder that exists.
 		"--secure-file-priv=" + filepath.Join(d, "files"),
-		"--socket=" + filepath.Join(d, "mysqld.sock"),
+		"--socket=" + i.Socket(),
 		"--pid-file=" + filepath.Join(d, "mysqld.pid"),
 		"--log-error=" + filepath.Join(d, "error.log"),
 		"--bind-address=" + i.opts.Address,

@@ -97,9 +97,10 @@ func TestAWideAdminAccountIsNarrowedInPlace(t *testing.T) {
 	ctx := testContext(t)
 	servers, in := cluster(t, 2)
 	root := asRoot(t, servers[0])
-	// The users account of such a release did not exist: the narrowing makes it.
+	// The users and probe accounts of such a release did not exist: the narrowing makes them.
 	for k := range servers {
-		require.NoError(t, asRoot(t, servers[k]).ExecUnlogged(ctx, "DROP USER '"+resources.UsersUser+"'@'%'"))
+		require.NoError(t, asRoot(t, servers[k]).ExecUnlogged(ctx, "DROP USER '"+resources.UsersUser+"'@'%'",
+			"DROP USER '"+resources.ProbeUser+"'@'localhost'"))
 	}
 	// The test's servers have 'root'@'%' (test/mysqld makes it), as those releases did.
 	wide := []string{"GRANT ALL PRIVILEGES ON *.* TO '" + adminUser + "'@'%' WITH GRANT OPTION"}
@@ -122,7 +123,7 @@ func TestAWideAdminAccountIsNarrowedInPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, w, "ALL PRIVILEGES WITH GRANT OPTION is wide")
 	require.NoError(t, before.NarrowAccount(ctx, mysql.NarrowOptions{Grants: resources.AdminGrantStatements(),
-		Prepare: append([]string{"DROP USER IF EXISTS 'root'@'%'"}, resources.UsersAccountStatements(replPassword, applicationDatabase)...)}))
+		Prepare: resources.NarrowPrepareStatements(replPassword, replPassword, applicationDatabase)}))
 
 	st, err := in[0].Status(ctx)
 	require.NoError(t, err)
@@ -137,6 +138,10 @@ func TestAWideAdminAccountIsNarrowedInPlace(t *testing.T) {
 		var n int
 		require.ErrorContains(t, connectAs(t, s.Addr(), adminUser, replPassword, "").QueryRowContext(ctx,
 			"SELECT COUNT(*) FROM other.secrets").Scan(&n), "Error 1142", "instance %d: no application data", k)
+		probe := onSocket(t, s, resources.ProbeUser, replPassword)
+		require.NoError(t, probe.QueryRowContext(ctx, "SELECT @@super_read_only").Scan(&n), "instance %d: the readiness probe's query", k)
+		require.ErrorContains(t, probe.QueryRowContext(ctx, "SELECT COUNT(*) FROM other.secrets").Scan(&n), "Error 1142",
+			"instance %d: and nothing more", k)
 	}
 	after := admin(servers[0])
 	require.ErrorContains(t, after.Exec(ctx, "RENAME USER 'root'@'localhost' TO 'root'@'%'"), "Error 1227",
@@ -149,6 +154,19 @@ func TestAWideAdminAccountIsNarrowedInPlace(t *testing.T) {
 		"the users account makes the application's account on its database")
 	require.Error(t, users.EnsureAccount(ctx, mysql.AccountOptions{Database: "other", User: "web2", Password: "firstPassword1"}),
 		"and on no other")
+}
+
+// onSocket opens a client session as an account over s's local socket.
+func onSocket(t *testing.T, s *mysqld.Instance, user, password string) *sql.DB {
+	t.Helper()
+	cfg := gomysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "unix", s.Socket(), user, password
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
+	conn, err := gomysql.NewConnector(cfg)
+	require.NoError(t, err)
+	d := sql.OpenDB(conn)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
 }
 
 // usersOf opens the SQL layer on s as the operator's users account; closed at the test's end.
