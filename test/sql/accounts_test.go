@@ -17,8 +17,14 @@ import (
 // connectAs opens a client session as an account on addr, for what an application would do.
 func connectAs(t *testing.T, addr, user, password, database string) *sql.DB {
 	t.Helper()
+	return dial(t, "tcp", addr, user, password, database)
+}
+
+// dial opens a client session over network ("tcp", "unix") to addr.
+func dial(t *testing.T, network, addr, user, password, database string) *sql.DB {
+	t.Helper()
 	cfg := gomysql.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", addr, user, password, database
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = network, addr, user, password, database
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
 	conn, err := gomysql.NewConnector(cfg)
 	require.NoError(t, err)
@@ -159,14 +165,7 @@ func TestAWideAdminAccountIsNarrowedInPlace(t *testing.T) {
 // onSocket opens a client session as an account over s's local socket.
 func onSocket(t *testing.T, s *mysqld.Instance, user, password string) *sql.DB {
 	t.Helper()
-	cfg := gomysql.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "unix", s.Socket(), user, password
-	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
-	conn, err := gomysql.NewConnector(cfg)
-	require.NoError(t, err)
-	d := sql.OpenDB(conn)
-	t.Cleanup(func() { _ = d.Close() })
-	return d
+	return dial(t, "unix", s.Socket(), user, password, "")
 }
 
 // usersOf opens the SQL layer on s as the operator's users account; closed at the test's end.
