@@ -236,7 +236,7 @@ func restConfig(o options) *rest.Config {
 
 // setup registers the controllers, webhooks, runnables and health checks with the manager.
 func setup(mgr ctrl.Manager, o options, certClient client.Client) error {
-	topo := &topology.Manager{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder(eventSource),
+	topo := &topology.Manager{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(eventSource),
 		Addresses: topology.Addresses(o.mysqlAddresses), CloneTimeout: o.cloneTimeout, WatchInterval: o.watchInterval}
 	if err := topology.IndexPods(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err

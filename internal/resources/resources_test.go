@@ -677,3 +677,24 @@ func TestTheApplicationSecretRotatesItsPasswordAndKeepsThePreviousOneForItsReten
 	require.NoError(t, err)
 	require.Nil(t, none)
 }
+
+// The init script's application_grant, run by a shell, writes ApplicationGrantSQL for the
+// database the variable names, and nothing without one.
+func TestTheInitScriptGrantsTheApplicationDatabase(t *testing.T) {
+	run := func(env ...string) string {
+		cmd := exec.Command("sh", "-c", applicationGrantFunc+"application_grant")
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("sh: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	want := os.Expand(ApplicationGrantSQL, func(string) string { return "shop_1" })
+	if got := run(ApplicationDatabaseVar + "=shop_1"); got != want {
+		t.Errorf("application_grant wrote %q, want %q", got, want)
+	}
+	if got := run(); got != "" {
+		t.Errorf("without a database, application_grant wrote %q", got)
+	}
+}

@@ -258,13 +258,7 @@ func mysqldContainer(c *mysqlv1beta1.MySQLCluster, img Images) corev1.Container 
 // 30 minutes the startup probe allows mysqld, and the marker accountsMarker records it.
 // Folders initialised here carry the marker from the start.
 const initScript = `set -eu
-application_grant() {
-  if [ -n "${` + ApplicationDatabaseVar + `:-}" ]; then
-    cat <<SQL
-` + ApplicationGrantSQL + `SQL
-  fi
-}
-data=` + DataDir + `
+` + applicationGrantFunc + `data=` + DataDir + `
 stage=$data/` + initStage + `
 if [ -d "$data/mysql" ]; then
   rm -rf "$stage"
@@ -303,6 +297,17 @@ find "$stage" -mindepth 1 -maxdepth 1 ! -name mysql ! -name .complete -exec mv -
 mv "$stage/mysql" "$data/mysql"
 rm -rf "$stage"
 echo "dolphin: data folder initialised"
+`
+
+// applicationGrantFunc is the init script's application_grant: ApplicationGrantSQL for the
+// database ApplicationDatabaseVar names, nothing without one. Its backquotes are escaped
+// for the shell (unescaped, a here-document would run the database's name as a command);
+// a unit test runs it against ApplicationGrantSQL.
+const applicationGrantFunc = `application_grant() {
+  if [ -n "${` + ApplicationDatabaseVar + `:-}" ]; then
+    printf '%s\n' "GRANT ALL PRIVILEGES ON \` + "`" + `${` + ApplicationDatabaseVar + `}\` + "`" + `.* TO '` + UsersUser + `'@'%' WITH GRANT OPTION;"
+  fi
+}
 `
 
 // initStage is the folder on the data volume an initialisation runs in (initScript).

@@ -78,7 +78,10 @@ const (
 // passes of gather → decide → act on its own goroutine, reporting to the MySQLCluster
 // reconciler through Observe and a channel of events.
 type Manager struct {
-	Client    client.Client
+	Client client.Client
+	// Reader reads past the cache (nil: Client): where a stale object would have a write
+	// repeated, as the withdrawal of a failover request the cache still shows.
+	Reader    client.Reader
 	Recorder  recorder.EventRecorder
 	Addresses Addresses
 	// Open connects to one instance; default mysql.Open. Tests substitute it.
@@ -253,7 +256,11 @@ func (m *Manager) answerRequest(ctx context.Context, cl *cluster, d Decision) er
 	c := cl.obj
 	value := c.Annotations[mysqlv1beta1.AnnotationFailover]
 	now := &mysqlv1beta1.MySQLCluster{}
-	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(c), now); err != nil {
+	var reader client.Reader = m.Client
+	if m.Reader != nil {
+		reader = m.Reader // the cache can still show a request withdrawn a moment ago
+	}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(c), now); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("while withdrawing the failover request: %w", err))
 	}
 	if now.Annotations[mysqlv1beta1.AnnotationFailover] != value {

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"syscall"
@@ -64,17 +65,34 @@ func (g *Ground) PodDB(ctx context.Context, namespace, cluster, pod string) (*sq
 }
 
 // rootDB connects as the tests' own account (TestUser), which has root's privileges
-// without GRANT OPTION; root itself connects over the local socket only.
+// without GRANT OPTION; root itself connects over the local socket only. The account is
+// made the first time a cluster's instance refuses it.
 func (g *Ground) rootDB(ctx context.Context, namespace, cluster, host, serverName string) (*sql.DB, error) {
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
 	cs, creds, err := g.secret(ctx, namespace, resources.CredentialsSecretName(c))
 	if err != nil {
 		return nil, err
 	}
-	if err := g.ensureTestAccount(ctx, cs, c, creds); err != nil {
+	db, err := g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), serverName, TestUser, TestPassword, "")
+	if err != nil {
 		return nil, err
 	}
-	return g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), serverName, TestUser, string(creds.Data[resources.KeyRootPassword]), "")
+	if _, done := testAccounts.Load(creds.UID); done {
+		return db, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var me *mysql.MySQLError
+	switch err := db.PingContext(pctx); {
+	case err == nil:
+		testAccounts.Store(creds.UID, true)
+	case errors.As(err, &me) && me.Number == 1045: // no such account (yet)
+		if err := g.ensureTestAccount(ctx, cs, c, creds); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	return db, nil // any other failure is the caller's to retry, as with any connection
 }
 
 // AccountDB opens a connection to an instance as one of the operator's accounts (user),

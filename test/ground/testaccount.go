@@ -21,10 +21,14 @@ import (
 // only, and its own accounts no access to data, so the harness, a client from outside
 // the pods, makes this account once per cluster: on the primary, as root over the socket
 // (kubectl exec, as `kubectl dolphin mysql` does), binary-logged so that the replicas have
-// it too. It has root's password (from the credentials Secret) and every privilege on
-// *.* without GRANT OPTION. Production clusters have no such account; see
-// docs/design/test-ground.md.
+// it too, unless it logs in already (data restored from a cluster that had it). It has
+// TestPassword and every privilege on *.* without GRANT OPTION. Production clusters have
+// no such account; see docs/design/test-ground.md.
 const TestUser = "e2e"
+
+// TestPassword is TestUser's password: the same on every cluster, so that restored data
+// that has the account needs no new transaction for it.
+const TestPassword = "e2eHarnessPassword1"
 
 // testAccounts are the clusters the harness made TestUser on, by the UID of their
 // credentials Secret (a cluster made again under the same name has another).
@@ -41,12 +45,9 @@ func socketScript(statements string) string {
 // rootOnSocket runs the statements given as its first argument (socketScript).
 var rootOnSocket = socketScript("$1")
 
-// ensureTestAccount makes TestUser on the cluster's writable instance, unless it was made
-// already, and waits (at most 30 s) until every other running instance has it.
+// ensureTestAccount makes TestUser on the cluster's writable instance and waits (at most
+// 30 s) until every other running instance has it.
 func (g *Ground) ensureTestAccount(ctx context.Context, cs kubernetes.Interface, c *mysqlv1beta1.MySQLCluster, creds *corev1.Secret) error {
-	if _, done := testAccounts.Load(creds.UID); done {
-		return nil
-	}
 	pods, err := cs.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(resources.SelectorLabels(c)).String()})
 	if err != nil {
@@ -71,9 +72,8 @@ func (g *Ground) ensureTestAccount(ctx context.Context, cs kubernetes.Interface,
 		return errors.New("no writable instance to make the tests' account on (yet)")
 	}
 	account := "'" + TestUser + "'@'%'"
-	stmt := "CREATE USER IF NOT EXISTS " + account + " IDENTIFIED BY '$MYSQL_ROOT_PASSWORD'; ALTER USER " + account +
-		" IDENTIFIED BY '$MYSQL_ROOT_PASSWORD'; GRANT ALL PRIVILEGES ON *.* TO " + account
-	// The statement is expanded by the container's shell: the password never leaves it.
+	stmt := "CREATE USER IF NOT EXISTS " + account + " IDENTIFIED BY '" + TestPassword + "'; ALTER USER " + account +
+		" IDENTIFIED BY '" + TestPassword + "'; GRANT ALL PRIVILEGES ON *.* TO " + account
 	if out, err := g.Exec(ctx, primary, resources.ContainerMySQL, "sh", "-c", socketScript(stmt)); err != nil {
 		return fmt.Errorf("while making the tests' account on %s: %w (%s)", primary.Name, err, out)
 	}
