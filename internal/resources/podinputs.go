@@ -27,8 +27,8 @@ const (
 
 // PodInputs is the part of a cluster its instances' pods are built from: its name, the
 // MySQL version and image, the my.cnf settings read at start (the online ones are set on
-// the running instances and restart nothing), resources, TLS, the exporter and the user's
-// pod template additions. The pod template and the ConfigHash are built from this view
+// the running instances and restart nothing), resources, TLS, the exporter, the user's
+// pod template additions and spec.application's database (the init container grants on it). The pod template and the ConfigHash are built from this view
 // alone, so a change of any other field (instances, primary, backups, replication) can
 // never change the template, and PodInputsHash tells a change of the user's inputs apart
 // from a change of the operator's own defaults (images, probes, scripts), which an
@@ -49,6 +49,9 @@ func PodInputs(c *mysqlv1beta1.MySQLCluster) *mysqlv1beta1.MySQLCluster {
 	s.TLS = *c.Spec.TLS.DeepCopy()
 	s.Monitoring.Exporter = *c.Spec.Monitoring.Exporter.DeepCopy()
 	s.PodTemplate = *c.Spec.PodTemplate.DeepCopy()
+	if a := c.Spec.Application; a != nil {
+		s.Application = &mysqlv1beta1.ApplicationSpec{Database: a.Database}
+	}
 	return v
 }
 
@@ -56,6 +59,10 @@ func PodInputs(c *mysqlv1beta1.MySQLCluster) *mysqlv1beta1.MySQLCluster {
 // operator builds alike.
 func PodInputsHash(c *mysqlv1beta1.MySQLCluster) string {
 	v := PodInputs(c)
+	// The application's database is left out: set at creation and immutable, it is never a
+	// user's change, and an earlier release that did not put it in the template must not
+	// see its clusters' inputs as changed.
+	v.Spec.Application = nil
 	return shortHash(struct {
 		Name, Namespace string
 		Spec            mysqlv1beta1.MySQLClusterSpec

@@ -81,3 +81,38 @@ func TestAnotherDefaultImageChangesTheTemplateNotTheInputs(t *testing.T) {
 		t.Error("another image must change the template's hash")
 	}
 }
+
+// spec.application's database reaches the init container (which grants the users account
+// on it) and so changes the template; it is not one of the inputs' hash, being set only at
+// creation (an earlier release's clusters keep their inputs' hash).
+func TestTheApplicationDatabaseReachesTheInitContainer(t *testing.T) {
+	img := ImagesFromEnv(func(string) string { return "" })
+	plain := cluster()
+	withApp := cluster(func(c *mysqlv1beta1.MySQLCluster) {
+		c.Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop", User: "shop"}
+	})
+	a := StatefulSet(plain, StatefulSetInput{Images: img, ConfigHash: ConfigHash(plain)})
+	b := StatefulSet(withApp, StatefulSetInput{Images: img, ConfigHash: ConfigHash(withApp)})
+	database := func(s *corev1.PodTemplateSpec) string {
+		for _, ic := range s.Spec.InitContainers {
+			for _, e := range ic.Env {
+				if e.Name == ApplicationDatabaseVar {
+					return e.Value
+				}
+			}
+		}
+		return ""
+	}
+	if got := database(&b.Spec.Template); got != "shop" {
+		t.Errorf("the init container's %s = %q, want shop", ApplicationDatabaseVar, got)
+	}
+	if got := database(&a.Spec.Template); got != "" {
+		t.Errorf("without spec.application the init container has %s = %q", ApplicationDatabaseVar, got)
+	}
+	if a.Annotations[AnnotationPodInputs] != b.Annotations[AnnotationPodInputs] {
+		t.Error("the application's database changed the inputs' hash")
+	}
+	if a.Annotations[AnnotationPodTemplate] == b.Annotations[AnnotationPodTemplate] {
+		t.Error("the application's database left the template as it was")
+	}
+}

@@ -225,7 +225,7 @@ func narrowed(ctx context.Context, g *ground.Ground, ns, cluster, n string) erro
 	}
 	defer func() { _ = root.Close() }()
 	if err := root.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "Error 1045") {
-		return fmt.Errorf("root over TCP: %v", err)
+		return fmt.Errorf("root over TCP: %w", err)
 	}
 	admin, err := g.AccountDB(ctx, ns, cluster, n, resources.AdminUser, resources.KeyAdminPassword)
 	if err != nil {
@@ -234,7 +234,7 @@ func narrowed(ctx context.Context, g *ground.Ground, ns, cluster, n string) erro
 	defer func() { _ = admin.Close() }()
 	var rows int
 	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.user").Scan(&rows); err == nil || !strings.Contains(err.Error(), "Error 1142") {
-		return fmt.Errorf("the admin account reading mysql.user: %v", err)
+		return fmt.Errorf("the admin account reading mysql.user: %w", err)
 	}
 	return nil
 }

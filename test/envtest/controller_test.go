@@ -142,7 +142,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		require.NoError(t, c.Update(ctx, got))
 		eventually(t, "the NetworkPolicy deleted", func() error {
 			if _, err := get(ctx, c, ns, "db-instances", &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there: %v", err)
+				return fmt.Errorf("still there: %w", err)
 			}
 			return nil
 		})
