@@ -37,7 +37,8 @@ func requireRealPod(t *testing.T, c *mysqlv1beta1.MySQLCluster, pod *corev1.Pod)
 	d := dbOf(t, c.Namespace, pod.Name)
 	accounts := column(t, d, "SELECT CONCAT(user, '@', host) FROM mysql.user WHERE user LIKE 'dolphin-%' OR user = 'root' ORDER BY 1")
 	require.Equal(t, []string{resources.AdminUser + "@%", resources.BackupUser + "@%", resources.ExporterUser + "@%",
-		resources.ReplicationUser + "@%", "root@%", "root@localhost"}, accounts, "the init container created the accounts")
+		resources.ProbeUser + "@localhost", resources.ReplicationUser + "@%", resources.UsersUser + "@%", "root@localhost"},
+		accounts, "the init container created the accounts, and root on the local socket only")
 
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.ConfigMapName(c)}, cm))
