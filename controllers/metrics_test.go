@@ -1,17 +1,22 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/metrics"
+	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
 func TestBackupMetricsFollowTheNewestBackups(t *testing.T) {
@@ -75,4 +80,35 @@ func TestAFailedVerificationIsCountedUntilOneSucceeds(t *testing.T) {
 	recordVerifyMetrics(c, &mysqlv1beta1.VerificationStatus{LastSucceeded: failedAt,
 		Last: &mysqlv1beta1.BackupVerification{Backup: "b", CompletedAt: failedAt, Reason: mysqlv1beta1.ReasonVerified}})
 	require.False(t, metrics.VerifyLastFailure.Delete(l), "the newest verification succeeded")
+}
+
+// Each account's password-set series follows its Secret: the operator's accounts when the
+// credentials Secret was made, the application account at its last rotation; the series
+// go with the cluster.
+func TestPasswordMetricsFollowTheSecrets(t *testing.T) {
+	c := testCluster()
+	c.Name = "pw-db"
+	c.Finalizers = []string{Finalizer}
+	c.Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop"}
+	made, rotated := at("2026-11-01T08:00:00Z"), at("2026-12-01T09:30:00Z")
+	credentials := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.CredentialsSecretName(c),
+		CreationTimestamp: metav1.NewTime(made)}}
+	app := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.ApplicationSecretName(c),
+		CreationTimestamp: metav1.NewTime(made), Annotations: map[string]string{resources.AnnotationRotatedAt: rotated.Format(time.RFC3339)}},
+		Data: map[string][]byte{resources.KeyAppPassword: []byte("pw")}}
+	r, _ := fakeReconciler(t, c, credentials, app)
+	r.Now = func() time.Time { return at("2026-12-05T00:00:00Z") }
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}); err != nil {
+		t.Fatal(err)
+	}
+	value := func(account string) float64 {
+		return testutil.ToFloat64(metrics.PasswordSet.With(prometheus.Labels{"namespace": c.Namespace, "cluster": c.Name, "account": account}))
+	}
+	for _, account := range resources.CredentialAccounts {
+		require.Equal(t, float64(made.Unix()), value(account), account)
+	}
+	require.Equal(t, float64(rotated.Unix()), value("shop"))
+	require.Equal(t, len(resources.CredentialAccounts)+1, testutil.CollectAndCount(metrics.PasswordSet))
+	metrics.ForgetCluster(c)
+	require.Equal(t, 0, testutil.CollectAndCount(metrics.PasswordSet))
 }

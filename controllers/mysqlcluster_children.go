@@ -67,6 +67,10 @@ func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, st *s
 	if err != nil {
 		return fmt.Errorf("while generating passwords: %w", err)
 	}
+	at := resources.PasswordsSetAt(s, existing, r.now())
+	for _, account := range resources.CredentialAccounts {
+		st.setPassword(account, at)
+	}
 	return r.applyOrDelete(ctx, st, s, nil)
 }
 
@@ -88,6 +92,7 @@ func (r *MySQLClusterReconciler) reconcileApplicationSecret(ctx context.Context,
 	if err != nil {
 		return fmt.Errorf("while generating the application's password: %w", err)
 	}
+	st.setPassword(c.Spec.Application.ApplicationUser(), resources.PasswordsSetAt(s, existing, r.now()))
 	return r.applyOrDelete(ctx, st, s, nil)
 }
 

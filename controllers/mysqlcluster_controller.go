@@ -27,6 +27,7 @@ import (
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/apply"
+	"github.com/dolphin-operator/dolphin/internal/metrics"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/internal/topology"
 )
@@ -102,6 +103,7 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	st := &state{cluster: c}
 	result, stepErr := r.runSteps(ctx, st)
+	metrics.SetPasswords(c, st.passwordsSetAt)
 	if st.backupsListed {
 		recordBackupMetrics(c, st.backups)
 		recordArchiveMetrics(c, st.archive)
@@ -154,6 +156,16 @@ type state struct {
 	archive *archiveObservation
 	// verify is what the backup step learned of restore verification (nil: none).
 	verify *verifyObservation
+	// passwordsSetAt is when each account's password was generated, as the Secrets' steps
+	// read it (dolphin_cluster_password_set_timestamp_seconds).
+	passwordsSetAt map[string]time.Time
+}
+
+func (st *state) setPassword(account string, at time.Time) {
+	if st.passwordsSetAt == nil {
+		st.passwordsSetAt = map[string]time.Time{}
+	}
+	st.passwordsSetAt[account] = at
 }
 
 // step is one stage of a pass.

@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -21,6 +22,7 @@ const (
 	LabelInstance  = "instance"
 	LabelPhase     = "phase"
 	LabelKind      = "kind"
+	LabelAccount   = "account"
 )
 
 // Kinds of primary change (LabelKind of PrimaryChanges).
@@ -107,6 +109,21 @@ var (
 		"The longest time between two consecutive due times of the cluster's backup schedule; absent without one or while suspended.")
 )
 
+// PasswordSet is when each of the cluster's MySQL accounts got its current password.
+var PasswordSet = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dolphin_cluster_password_set_timestamp_seconds",
+	Help: "When the account's current password was generated (Unix time): the operator's accounts when the cluster's credentials Secret was made, the application account at its last rotation."},
+	[]string{LabelNamespace, LabelCluster, LabelAccount})
+
+// SetPasswords sets the cluster's PasswordSet series, one per account in setAt. An
+// account's series stays until the cluster goes (ForgetCluster): the operator never drops
+// an account it made.
+func SetPasswords(c *mysqlv1beta1.MySQLCluster, setAt map[string]time.Time) {
+	for account, at := range setAt {
+		PasswordSet.With(prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelAccount: account}).
+			Set(float64(at.Unix()))
+	}
+}
+
 // BackupMetrics are the gauges set from the cluster's MySQLBackups.
 var BackupMetrics = []*prometheus.GaugeVec{BackupLastSuccess, BackupLastFailure, BackupDuration, BackupSize}
 
@@ -116,14 +133,14 @@ var vectors = []interface {
 }{ClusterPhase, ClusterInstances, ClusterReadyInstances, FailoverBlocked, PrimaryChanges,
 	InstanceUp, InstancePrimary, InstanceFenced, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
 	ErrantTransactions, SemiSyncOn, SemiSyncReplicas, SemiSyncWaitFor, BackupLastSuccess, BackupLastFailure,
-	BackupDuration, BackupSize, ArchiveLastSuccess, VerifyLastSuccess, VerifyLastFailure, BackupScheduleInterval}
+	BackupDuration, BackupSize, ArchiveLastSuccess, VerifyLastSuccess, VerifyLastFailure, BackupScheduleInterval, PasswordSet}
 
 // Collectors are every metric of this package (registered on controller-runtime's registry).
 var Collectors = []prometheus.Collector{ClusterPhase, ClusterInstances, ClusterReadyInstances, FailoverBlocked,
 	PrimaryChanges, InstanceUp, InstancePrimary, InstanceFenced, ReplicationIORunning, ReplicationSQLRunning, ReplicationLag,
 	ErrantTransactions, SemiSyncOn, SemiSyncReplicas, SemiSyncWaitFor, TopologyPassDuration, BackupLastSuccess,
 	BackupLastFailure, BackupDuration, BackupSize, ArchiveLastSuccess, VerifyLastSuccess, VerifyLastFailure,
-	BackupScheduleInterval}
+	BackupScheduleInterval, PasswordSet}
 
 func init() {
 	metrics.Registry.MustRegister(Collectors...)

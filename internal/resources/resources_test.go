@@ -698,3 +698,32 @@ func TestTheInitScriptGrantsTheApplicationDatabase(t *testing.T) {
 		t.Errorf("without a database, application_grant wrote %q", got)
 	}
 }
+
+// A password was set at its Secret's last rotation, else when the Secret was made, else
+// now (the Secret is being made); an unreadable rotation time counts as none.
+func TestPasswordsSetAt(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	made := metav1.NewTime(time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC))
+	secret := func(rotatedAt string, created metav1.Time) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created}}
+		if rotatedAt != "" {
+			s.Annotations = map[string]string{AnnotationRotatedAt: rotatedAt}
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name              string
+		desired, existing *corev1.Secret
+		want              time.Time
+	}{
+		{"being made", secret("", metav1.Time{}), nil, now},
+		{"made earlier", secret("", metav1.Time{}), secret("", made), made.Time},
+		{"rotated", secret("2026-12-01T09:30:00Z", metav1.Time{}), secret("", made), time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)},
+		{"unreadable rotation", secret("yesterday", metav1.Time{}), secret("", made), made.Time},
+		{"no desired Secret", nil, secret("", made), made.Time},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.True(t, tc.want.Equal(PasswordsSetAt(tc.desired, tc.existing, now)), "want %s", tc.want)
+		})
+	}
+}

@@ -99,6 +99,21 @@ const (
 	AnnotationRotatedAt  = "mysql.dolphin-operator.io/rotated-at"
 )
 
+// PasswordsSetAt says when the passwords of a Secret built as desired were generated: at
+// its last rotation (AnnotationRotatedAt), else when existing was made, else now (it is
+// being made).
+func PasswordsSetAt(desired, existing *corev1.Secret, now time.Time) time.Time {
+	if desired != nil {
+		if at, err := time.Parse(time.RFC3339, desired.Annotations[AnnotationRotatedAt]); err == nil {
+			return at
+		}
+	}
+	if existing != nil && !existing.CreationTimestamp.IsZero() {
+		return existing.CreationTimestamp.Time
+	}
+	return now
+}
+
 // ApplicationSecretName names the Secret of spec.application's account.
 func ApplicationSecretName(c *mysqlv1beta1.MySQLCluster) string { return c.Name + "-app" }
 
