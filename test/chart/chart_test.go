@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -35,6 +36,8 @@ func TestTheChartLintsCleanWithEveryOption(t *testing.T) {
 		"cert-manager, ServiceMonitor, images": {
 			"certManager": map[string]any{"enabled": true},
 			"metrics":     map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
+			"networkPolicy": map[string]any{"metrics": map[string]any{"from": []any{
+				map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"name": "monitoring"}}}}}},
 			"operandImages": map[string]any{"mysql": map[string]any{"8.4": "registry.example/mysql:8.4.8"},
 				"exporter": "registry.example/exporter:v0.19.0"},
 		},
@@ -235,6 +238,50 @@ func TestTheServiceMonitorSelectsTheMetricsServiceOnly(t *testing.T) {
 	require.Nil(t, chart.Find(render(t, "ops", nil), "ServiceMonitor", "dolphin-controller-manager-metrics"))
 }
 
+// The operator's NetworkPolicy selects its pods and admits its three ports, each from
+// anyone; networkPolicy.metrics.from narrows the metrics port alone; disabled, there is none.
+func TestTheNetworkPolicyAdmitsTheOperatorsPorts(t *testing.T) {
+	objs := render(t, "ops", nil)
+	policy := func(objs []*unstructured.Unstructured) *networkingv1.NetworkPolicy {
+		u := chart.Find(objs, "NetworkPolicy", "dolphin-controller-manager")
+		require.NotNil(t, u, "the operator's NetworkPolicy")
+		p := &networkingv1.NetworkPolicy{}
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p))
+		return p
+	}
+	p := policy(objs)
+	pods := deployment(t, objs).Spec.Template.Labels
+	for k, v := range p.Spec.PodSelector.MatchLabels {
+		require.Equal(t, v, pods[k], "the policy selects the operator's pods (%s)", k)
+	}
+	require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, p.Spec.PolicyTypes)
+	ports := map[int]networkingv1.NetworkPolicyIngressRule{}
+	for _, rule := range p.Spec.Ingress {
+		require.Len(t, rule.Ports, 1)
+		ports[rule.Ports[0].Port.IntValue()] = rule
+	}
+	require.Len(t, ports, 3)
+	for _, port := range []int{9443, 8443, 8081} {
+		require.Contains(t, ports, port)
+		require.Empty(t, ports[port].From, "port %d from anyone", port)
+	}
+
+	monitoring := map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{
+		"kubernetes.io/metadata.name": "monitoring"}}}
+	p = policy(render(t, "ops", map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{
+		"from": []any{monitoring}}}}))
+	for _, rule := range p.Spec.Ingress {
+		if rule.Ports[0].Port.IntValue() != 8443 {
+			require.Empty(t, rule.From)
+			continue
+		}
+		require.Len(t, rule.From, 1)
+		require.Equal(t, "monitoring", rule.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+	}
+	require.Nil(t, chart.Find(render(t, "ops", map[string]any{"networkPolicy": map[string]any{"enabled": false}}),
+		"NetworkPolicy", "dolphin-controller-manager"))
+}
+
 // Bad values are refused before anything is installed, naming the value.
 func TestTheSchemaRefusesBadValues(t *testing.T) {
 	for _, c := range []struct {
@@ -248,6 +295,8 @@ func TestTheSchemaRefusesBadValues(t *testing.T) {
 		{map[string]any{"extraArgs": []any{"primary-watch-interval=1s"}}, "extraArgs"},
 		{map[string]any{"operandImages": map[string]any{"mysql": map[string]any{"latest": "x"}}}, "latest"},
 		{map[string]any{"certManager": map[string]any{"enabled": "yes"}}, "enabled"},
+		{map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"from": []any{
+			map[string]any{"namespace": "monitoring"}}}}}, "namespace"},
 	} {
 		_, err := chart.Render("dolphin", "ops", c.vals)
 		require.Error(t, err, "%v", c.vals)

@@ -15,11 +15,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1alpha1 "github.com/dolphin-operator/dolphin/api/v1alpha1"
@@ -90,6 +92,7 @@ func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T)
 	waitInstalled(t, m, next)
 	requireUnpackedByJob(t, k8s, next)
 	waitConversionByOLM(t, k8s)
+	requireOperatorNetworkPolicy(t, k8s, pod2)
 	upgraded := succeededAt(t, tl, "CSV "+next)
 	t.Logf("UPGRADE %s -> %s: Succeeded %.1fs after the catalog was published", previous, next, (upgraded - published).Seconds())
 	requireGone(t, m, previous)
@@ -375,4 +378,23 @@ func storedAPIVersion(t *testing.T, etcdURL, key string) string {
 	v, err := ground.StoredAPIVersion(etcdURL, key)
 	require.NoError(t, err)
 	return v
+}
+
+// requireOperatorNetworkPolicy checks that OLM installed the bundle's NetworkPolicy beside
+// the operator, selecting its pod, with ingress to the webhook, metrics and health ports.
+func requireOperatorNetworkPolicy(t *testing.T, k8s client.Client, pod *corev1.Pod) {
+	t.Helper()
+	p := &networkingv1.NetworkPolicy{}
+	require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: pod.Namespace, Name: "dolphin-controller-manager"}, p),
+		"OLM installs the bundle's NetworkPolicy")
+	selector, err := metav1.LabelSelectorAsSelector(&p.Spec.PodSelector)
+	require.NoError(t, err)
+	require.True(t, selector.Matches(labels.Set(pod.Labels)), "the policy selects the operator's pod %s", pod.Name)
+	var ports []int
+	for _, rule := range p.Spec.Ingress {
+		for _, port := range rule.Ports {
+			ports = append(ports, port.Port.IntValue())
+		}
+	}
+	require.ElementsMatch(t, []int{9443, 8443, 8081}, ports)
 }
