@@ -156,8 +156,8 @@ type state struct {
 	archive *archiveObservation
 	// verify is what the backup step learned of restore verification (nil: none).
 	verify *verifyObservation
-	// passwordsSetAt is when each account's password was generated, as the Secrets' steps
-	// read it (dolphin_cluster_password_set_timestamp_seconds).
+	// passwordsSetAt is when each account's password was set, as the Secrets' steps read
+	// it (dolphin_cluster_password_set_timestamp_seconds).
 	passwordsSetAt map[string]time.Time
 }
 

@@ -29,10 +29,6 @@ const (
 	ProbeUser = "dolphin-probe"
 )
 
-// CredentialAccounts are the accounts whose passwords the credentials Secret holds: root
-// and the operator's.
-var CredentialAccounts = []string{"root", AdminUser, ReplicationUser, ExporterUser, BackupUser, UsersUser, ProbeUser}
-
 // adminGrants are the operator's privileges on *.*, each with the statements that need
 // it. Nothing here reads or writes application data, there is no GRANT OPTION, and no
 // account management: that is UsersUser's, so that neither account alone can turn itself

@@ -23,9 +23,20 @@ const (
 	KeyProbePassword       = "PROBE_PASSWORD"
 )
 
-// CredentialKeys lists every password the credentials Secret holds.
-var CredentialKeys = []string{KeyRootPassword, KeyAdminPassword, KeyReplicationPassword,
-	KeyExporterPassword, KeyBackupPassword, KeyUsersPassword, KeyProbePassword}
+// credentials pairs each password the credentials Secret holds with its account: root
+// and the operator's.
+var credentials = []struct{ key, account string }{{KeyRootPassword, "root"}, {KeyAdminPassword, AdminUser},
+	{KeyReplicationPassword, ReplicationUser}, {KeyExporterPassword, ExporterUser}, {KeyBackupPassword, BackupUser},
+	{KeyUsersPassword, UsersUser}, {KeyProbePassword, ProbeUser}}
+
+// CredentialKeys lists every password the credentials Secret holds; CredentialAccounts
+// the accounts they are for, in the same order.
+var CredentialKeys, CredentialAccounts = func() (keys, accounts []string) {
+	for _, c := range credentials {
+		keys, accounts = append(keys, c.key), append(accounts, c.account)
+	}
+	return keys, accounts
+}()
 
 // passwordAlphabet avoids characters that need quoting in a shell, a DSN or SQL.
 const passwordAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -99,9 +110,10 @@ const (
 	AnnotationRotatedAt  = "mysql.dolphin-operator.io/rotated-at"
 )
 
-// PasswordsSetAt says when the passwords of a Secret built as desired were generated: at
-// its last rotation (AnnotationRotatedAt), else when existing was made, else now (it is
-// being made).
+// PasswordsSetAt says when the passwords of a Secret built as desired were set: at its
+// last rotation (AnnotationRotatedAt), else when existing was made, else now (it is being
+// made). A password added to an existing Secret later (a key a newer release needs) has no
+// time of its own and counts from the Secret's creation.
 func PasswordsSetAt(desired, existing *corev1.Secret, now time.Time) time.Time {
 	if desired != nil {
 		if at, err := time.Parse(time.RFC3339, desired.Annotations[AnnotationRotatedAt]); err == nil {
