@@ -29,14 +29,19 @@ var credentials = []struct{ key, account string }{{KeyRootPassword, "root"}, {Ke
 	{KeyReplicationPassword, ReplicationUser}, {KeyExporterPassword, ExporterUser}, {KeyBackupPassword, BackupUser},
 	{KeyUsersPassword, UsersUser}, {KeyProbePassword, ProbeUser}}
 
-// CredentialKeys lists every password the credentials Secret holds; CredentialAccounts
-// the accounts they are for, in the same order.
-var CredentialKeys, CredentialAccounts = func() (keys, accounts []string) {
+// CredentialKeys lists every password the credentials Secret holds.
+var CredentialKeys = credentialColumn(func(key, _ string) string { return key })
+
+// CredentialAccounts are the accounts those passwords are for, in the same order.
+var CredentialAccounts = credentialColumn(func(_, account string) string { return account })
+
+func credentialColumn(pick func(key, account string) string) []string {
+	out := make([]string, 0, len(credentials))
 	for _, c := range credentials {
-		keys, accounts = append(keys, c.key), append(accounts, c.account)
+		out = append(out, pick(c.key, c.account))
 	}
-	return keys, accounts
-}()
+	return out
+}
 
 // passwordAlphabet avoids characters that need quoting in a shell, a DSN or SQL.
 const passwordAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
