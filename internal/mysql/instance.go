@@ -142,6 +142,11 @@ type Instance interface {
 	// (see NarrowAccount).
 	Wide(ctx context.Context) (bool, error)
 	NarrowAccount(ctx context.Context, o NarrowOptions) error
+	// RetainPasswords, SetSourcePassword and DiscardOldPasswords rotate the operator's
+	// accounts' passwords (see rotation.go).
+	RetainPasswords(ctx context.Context, changes []PasswordChange) error
+	SetSourcePassword(ctx context.Context, user, password string) error
+	DiscardOldPasswords(ctx context.Context, users []string) error
 	Exec(ctx context.Context, stmt string, args ...any) error
 	ExecUnlogged(ctx context.Context, stmts ...string) error
 	Close() error

@@ -47,12 +47,15 @@ const (
 //   - PROCESS: information_schema.PROCESSLIST's other sessions (whom a fence ends, the
 //     applier's coordinator a stop kills).
 //   - REPLICATION CLIENT: SHOW REPLICA STATUS and SHOW BINARY LOG STATUS, for reading by hand.
+//   - APPLICATION_PASSWORD_ADMIN: ALTER USER CURRENT_USER() ... RETAIN CURRENT PASSWORD and
+//     DISCARD OLD PASSWORD, when a rotation changes this account's own password (UsersUser
+//     cannot: this account has SYSTEM_USER).
 //
 // At other levels: SELECT on performance_schema (replication, clone, status and variables
 // tables); INSERT on mysql.plugin (INSTALL PLUGIN of the semi-sync and clone plugins on
 // data folders whose my.cnf did not load them).
 const adminGrants = "SYSTEM_VARIABLES_ADMIN, REPLICATION_SLAVE_ADMIN, RELOAD, CONNECTION_ADMIN, SYSTEM_USER, " +
-	"CLONE_ADMIN, PROCESS, REPLICATION CLIENT"
+	"CLONE_ADMIN, PROCESS, REPLICATION CLIENT, APPLICATION_PASSWORD_ADMIN"
 
 // adminGrantSQL grants the admin account its privileges (adminGrants).
 const adminGrantSQL = "GRANT " + adminGrants + " ON *.* TO '" + AdminUser + "'@'%';\n" +
@@ -60,8 +63,9 @@ const adminGrantSQL = "GRANT " + adminGrants + " ON *.* TO '" + AdminUser + "'@'
 	"GRANT INSERT ON mysql.plugin TO '" + AdminUser + "'@'%';\n"
 
 // usersGrantSQL grants UsersUser CREATE USER: CREATE USER and ALTER USER ... RETAIN/DISCARD
-// OLD PASSWORD of spec.application's account. Without SYSTEM_USER it cannot alter, rename
-// or drop root, nor the operator's accounts that have SYSTEM_USER.
+// OLD PASSWORD of spec.application's account, and of the operator's accounts without
+// SYSTEM_USER when their passwords are rotated (its own too). Without SYSTEM_USER it cannot
+// alter, rename or drop root, nor the admin account.
 const usersGrantSQL = "GRANT CREATE USER ON *.* TO '" + UsersUser + "'@'%';\n"
 
 // AdminGrantStatements are adminGrantSQL's statements, as the operator narrows an admin

@@ -181,6 +181,20 @@ func (f *fakeInstance) NarrowAccount(_ context.Context, o mysql.NarrowOptions) e
 	f.wide = false
 	return nil
 }
+func (f *fakeInstance) RetainPasswords(_ context.Context, changes []mysql.PasswordChange) error {
+	for _, c := range changes {
+		f.record(fmt.Sprintf("RetainPassword %s password=%s", c.User, c.Password))
+	}
+	return nil
+}
+func (f *fakeInstance) SetSourcePassword(_ context.Context, user, password string) error {
+	f.record(fmt.Sprintf("SetSourcePassword %s password=%s", user, password))
+	return nil
+}
+func (f *fakeInstance) DiscardOldPasswords(_ context.Context, users []string) error {
+	f.record(fmt.Sprintf("DiscardOldPasswords %s", strings.Join(users, ",")))
+	return nil
+}
 func (f *fakeInstance) StopReplication(_ context.Context, all bool) error {
 	f.record(fmt.Sprintf("StopReplication all=%v", all))
 	return nil

@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"context"
+	"fmt"
 	"database/sql"
 	"testing"
 	"time"
@@ -191,4 +192,91 @@ func TestTheNarrowedAdminFencesRootsSessionsToo(t *testing.T) {
 	require.Error(t, client.Exec(ctx, "CREATE DATABASE nope"), "the application's session was ended or is read-only")
 	_, err := root.ExecContext(ctx, "CREATE DATABASE nope")
 	require.ErrorContains(t, err, "super-read-only", "root writes nothing either")
+}
+
+// A rotation of the operator's accounts on a primary and its replica, as the operator runs
+// it: the admin account changes its own password, the users account the others' (its own
+// too), each keeping the old one; the replica's channel moves to the new replication
+// password; then the old passwords are discarded, on both instances.
+func TestTheOperatorsAccountsRotateWithDualPasswords(t *testing.T) {
+	ctx := testContext(t)
+	servers, in := cluster(t, 2)
+	require.NoError(t, in[0].ConfigurePrimary(ctx, mysql.PrimaryOptions{SemiSync: true, WaitForReplicaCount: 1, Timeout: time.Hour}))
+	require.NoError(t, in[1].ConfigureReplica(ctx, replicaOf(servers[0])))
+	semiSyncClients(t, ctx, in[0], 1, in[1])
+
+	const next = "nextPassword9"
+	others := []string{resources.ReplicationUser, resources.ExporterUser, resources.BackupUser, resources.UsersUser}
+	var changes []mysql.PasswordChange
+	for _, u := range others {
+		changes = append(changes, mysql.PasswordChange{User: u, Password: next})
+	}
+	require.NoError(t, in[0].RetainPasswords(ctx, []mysql.PasswordChange{{User: adminUser, Password: next}}))
+	require.NoError(t, usersOf(t, servers[0]).RetainPasswords(ctx, changes))
+	// Run again (a pass that failed halfway): the old passwords must survive it.
+	require.NoError(t, in[0].RetainPasswords(ctx, []mysql.PasswordChange{{User: adminUser, Password: next}}))
+	require.NoError(t, usersOf(t, servers[0]).RetainPasswords(ctx, changes))
+
+	st, err := in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NoError(t, in[1].WaitForGTID(ctx, st.GTIDExecuted, 30*time.Second))
+	all := append([]string{adminUser}, others...)
+	for _, s := range servers {
+		for _, u := range all {
+			for _, pw := range []string{replPassword, next} {
+				require.NoError(t, connectAs(t, s.Addr(), u, pw, "").PingContext(ctx), "%s on %s with either password", u, s.Addr())
+			}
+		}
+	}
+
+	require.NoError(t, in[1].SetSourcePassword(ctx, replUser, next))
+	require.NoError(t, in[0].SetSourcePassword(ctx, replUser, next), "a primary has no channel: nothing to do")
+	receiving(t, ctx, in[0], in[1])
+	admin, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: adminUser, Password: next})
+	require.NoError(t, err)
+	defer admin.Close()
+	require.NoError(t, admin.DiscardOldPasswords(ctx, []string{adminUser}))
+	users, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: resources.UsersUser, Password: next})
+	require.NoError(t, err)
+	defer users.Close()
+	require.NoError(t, users.DiscardOldPasswords(ctx, others))
+	require.NoError(t, users.DiscardOldPasswords(ctx, others), "idempotent")
+	require.ErrorContains(t, users.DiscardOldPasswords(ctx, []string{adminUser}), "Error 1227",
+		"the users account cannot touch the admin account (SYSTEM_USER)")
+
+	st, err = in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NoError(t, in[1].WaitForGTID(ctx, st.GTIDExecuted, 30*time.Second))
+	for _, s := range servers {
+		for _, u := range all {
+			require.ErrorContains(t, connectAs(t, s.Addr(), u, replPassword, "").PingContext(ctx), "Error 1045", "%s's old password", u)
+			require.NoError(t, connectAs(t, s.Addr(), u, next, "").PingContext(ctx))
+		}
+	}
+	// The replica still replicates: its channel has the new password. A receiver that
+	// reconnects proves it (the old password is gone).
+	require.NoError(t, in[1].StopReplication(ctx, false))
+	require.NoError(t, asRoot(t, servers[1]).Exec(ctx, "START REPLICA IO_THREAD"))
+	receiving(t, ctx, in[0], in[1])
+	require.NoError(t, asRoot(t, servers[0]).Exec(ctx, "CREATE DATABASE rotated"))
+	st, err = in[0].Status(ctx)
+	require.NoError(t, err)
+	require.NoError(t, in[1].WaitForGTID(ctx, st.GTIDExecuted, 30*time.Second))
+}
+
+// receiving waits until replica's receiver is connected to primary again: a write on the
+// primary (semi-sync, so it waits for the replica's acknowledgement) arrives.
+func receiving(t *testing.T, ctx context.Context, primary, replica mysql.Instance) {
+	t.Helper()
+	eventually(t, "the replica's receiver connected", func() error {
+		st, err := replica.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if r := st.Replica; r == nil || !r.IORunning || r.LastIOError != "" {
+			return fmt.Errorf("replica: %+v", r)
+		}
+		return nil
+	})
+	semiSyncClients(t, ctx, primary, 1, replica)
 }

@@ -1,0 +1,99 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+)
+
+// Rotation of the operator's own accounts' passwords with MySQL's dual passwords: the new
+// password becomes current and the old one stays accepted as the secondary password
+// (RetainPasswords) until every consumer uses the new one; replicas are pointed at their
+// source with it (SetSourcePassword); then the old one goes (DiscardOldPasswords). The
+// statements are binary-logged: they run on the primary and replicate.
+
+// PasswordChange is one account's new password (RetainPasswords). The account is
+// User@'%', or this connection's own account when User is the connection's user.
+type PasswordChange struct {
+	User, Password string
+}
+
+// operatorAccount is what the rotation accepts as an account name: the operator's
+// accounts' names need no quoting inside single quotes.
+var operatorAccount = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// account names u for ALTER USER: CURRENT_USER() for this connection's own account (MySQL
+// lets an account with APPLICATION_PASSWORD_ADMIN manage its own secondary password), else
+// u@'%' (which needs CREATE USER).
+func (i *instance) account(u string) (string, error) {
+	if !operatorAccount.MatchString(u) {
+		return "", fmt.Errorf("%s: the account %q has a name this operator does not quote", i.cfg.Addr, u)
+	}
+	if u == i.cfg.User {
+		return "CURRENT_USER()", nil
+	}
+	return "'" + u + "'@'%'", nil
+}
+
+// RetainPasswords makes each change's password its account's current one and keeps the
+// password it replaces as the secondary one. An account that already accepts its new
+// password is left alone: running RETAIN CURRENT PASSWORD again would make the new
+// password the secondary one too and drop the old one, which consumers still use. So a
+// pass that failed halfway is simply run again.
+func (i *instance) RetainPasswords(ctx context.Context, changes []PasswordChange) error {
+	for _, c := range changes {
+		account, err := i.account(c.User)
+		if err != nil {
+			return err
+		}
+		if !passwordText.MatchString(c.Password) {
+			return fmt.Errorf("%s: the new password of account %q has characters this operator does not quote", i.cfg.Addr, c.User)
+		}
+		ok, err := i.accepts(ctx, c.User, c.Password)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		// Exec's errors name the first four words only: never the password.
+		if err := i.Exec(ctx, "ALTER USER "+account+" IDENTIFIED BY '"+c.Password+"' RETAIN CURRENT PASSWORD"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DiscardOldPasswords drops the secondary password of each account (idempotent).
+func (i *instance) DiscardOldPasswords(ctx context.Context, users []string) error {
+	for _, u := range users {
+		account, err := i.account(u)
+		if err != nil {
+			return err
+		}
+		if err := i.Exec(ctx, "ALTER USER "+account+" DISCARD OLD PASSWORD"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetSourcePassword gives the replica's channel the password it connects to its source
+// with: the receiver stops, the channel keeps every other setting, and the receiver starts
+// again at once (the applier runs on throughout). A replica that does not replicate is
+// left alone: whoever points it at a source gives it the current password then.
+func (i *instance) SetSourcePassword(ctx context.Context, user, password string) error {
+	if !operatorAccount.MatchString(user) || !passwordText.MatchString(password) {
+		return fmt.Errorf("%s: the replication account %q or its password has characters this operator does not quote", i.cfg.Addr, user)
+	}
+	st, err := i.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Replica == nil {
+		return nil
+	}
+	return i.execAll(ctx, "STOP REPLICA IO_THREAD",
+		"CHANGE REPLICATION SOURCE TO SOURCE_USER="+quote(user)+", SOURCE_PASSWORD="+quote(password),
+		"START REPLICA IO_THREAD")
+}
