@@ -84,7 +84,7 @@ type archiveObservation struct {
 // one (and deletes it otherwise), and reads the archive's index for the status.
 func (r *MySQLClusterReconciler) reconcileArchive(ctx context.Context, st *state) error {
 	c := st.cluster
-	desired := resources.BinlogArchiver(c, r.OperatorImage, r.Images)
+	desired := resources.BinlogArchiver(c, r.OperatorImage, r.Images, st.credentials)
 	gone := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.BinlogArchiverName(c)}}
 	if desired == nil {
 		r.archives.forget(c.UID)

@@ -56,22 +56,33 @@ func (r *MySQLClusterReconciler) applyOrDelete(ctx context.Context, st *state, d
 	return err
 }
 
-// reconcileCredentials makes the passwords Secret; passwords are generated once.
+// reconcileCredentials makes the passwords Secret; passwords are generated once, and again
+// by a rotation of the operator's accounts asked for on the cluster, one step a pass
+// (resources.CredentialsSecret).
 func (r *MySQLClusterReconciler) reconcileCredentials(ctx context.Context, st *state) error {
 	c := st.cluster
 	existing, err := r.existingSecret(ctx, c.Namespace, resources.CredentialsSecretName(c))
 	if err != nil {
 		return err
 	}
-	s, err := resources.CredentialsSecret(c, existing, nil)
+	progress, err := r.rotationProgress(ctx, c, existing)
+	if err != nil {
+		return err
+	}
+	s, err := resources.CredentialsSecret(c, existing, nil, progress, r.now())
 	if err != nil {
 		return fmt.Errorf("while generating passwords: %w", err)
 	}
-	at := resources.PasswordsSetAt(s, existing, r.now())
+	st.credentials, st.rotation = s.Annotations[resources.AnnotationRotatedFor], resources.CredentialsRotation(s)
+	// Root's and the probe's passwords are never rotated: they date from the Secret.
+	made, rotated := resources.PasswordsSetAt(nil, existing, r.now()), resources.PasswordsSetAt(s, existing, r.now())
 	for _, account := range resources.CredentialAccounts {
-		st.setPassword(account, at)
+		st.setPassword(account, made)
 	}
-	return r.applyOrDelete(ctx, st, s, nil)
+	for _, account := range resources.RotatedAccounts {
+		st.setPassword(account, rotated)
+	}
+	return r.writeCredentials(ctx, st, s, existing)
 }
 
 // reconcileApplicationSecret makes spec.application's Secret; its password is generated
@@ -164,7 +175,8 @@ func (r *MySQLClusterReconciler) reconcileStatefulSet(ctx context.Context, st *s
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("while reading the StatefulSet: %w", err)
 	}
-	in := resources.StatefulSetInput{Images: r.Images, ConfigHash: st.configHash, ClaimTemplates: existing.Spec.VolumeClaimTemplates}
+	in := resources.StatefulSetInput{Images: r.Images, ConfigHash: st.configHash, ClaimTemplates: existing.Spec.VolumeClaimTemplates,
+		Credentials: st.credentials}
 	if have := existing.Spec.Replicas; have != nil && *have > *c.Spec.Instances {
 		// Shrinking: the topology manager's latest report says where the primary is.
 		in.Replicas, st.scaleDownHeld = scaleDownReplicas(c, *have, r.Topology.Observe(ctx, c))

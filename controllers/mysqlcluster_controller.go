@@ -156,6 +156,10 @@ type state struct {
 	archive *archiveObservation
 	// verify is what the backup step learned of restore verification (nil: none).
 	verify *verifyObservation
+	// credentials is the last rotation of the operator's passwords the credentials Secret
+	// answered, for the pod templates; rotation is the one in progress (none: zero).
+	credentials string
+	rotation    resources.Rotation
 	// passwordsSetAt is when each account's password was set, as the Secrets' steps read
 	// it (dolphin_cluster_password_set_timestamp_seconds).
 	passwordsSetAt map[string]time.Time
@@ -219,7 +223,8 @@ func (r *MySQLClusterReconciler) runSteps(ctx context.Context, st *state) (ctrl.
 }
 
 // requeue asks for the next pass when something is due: a certificate renewal, a
-// scheduled backup, the next read of the binary log archive's index. The topology
+// scheduled backup, the next read of the binary log archive's index, the next step of a
+// rotation of the operator's passwords. The topology
 // manager's reports arrive through its Changes channel instead, and backups' progress
 // through the watch on MySQLBackups.
 func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
@@ -227,6 +232,9 @@ func (r *MySQLClusterReconciler) requeue(st *state) ctrl.Result {
 	due := []time.Time{st.renewAt, st.nextBackup, st.discardAt}
 	if (st.roll != nil && st.roll.step != "") || st.scaleDownHeld != "" {
 		due = append(due, r.now().Add(rollRecheck))
+	}
+	if st.rotation.Phase != "" {
+		due = append(due, r.now().Add(rotationRecheck))
 	}
 	if st.archive != nil {
 		due = append(due, st.archive.nextRead)

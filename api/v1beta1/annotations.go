@@ -28,6 +28,14 @@ const (
 	// new password and keeps the one it replaces as previous-password, which the account
 	// accepts beside the new one for spec.application.previousPasswordRetention.
 	AnnotationRotateApplicationPassword = "mysql.dolphin-operator.io/rotate-application-password"
+	// AnnotationRotateOperatorPasswords asks for new passwords of the operator's network
+	// accounts (dolphin-admin, dolphin-repl, dolphin-exporter, dolphin-backup, dolphin-users)
+	// whenever its value changes (any value): each account takes its new password and
+	// accepts the old one beside it until every pod and Job of the cluster uses the new one
+	// (the instances restart, one at a time, primary last), then the old ones are
+	// discarded. A new value asked while a rotation runs starts once it has ended. Root and
+	// dolphin-probe (local socket only) keep theirs.
+	AnnotationRotateOperatorPasswords = "mysql.dolphin-operator.io/rotate-operator-passwords"
 )
 
 // FencedInstances is the list AnnotationFencedInstances holds, in its order, without

@@ -94,6 +94,9 @@ const (
 	// on the primary (no root over TCP, the admin account's privileges cut to what the
 	// operator needs).
 	ReasonAccountsNarrowed = "AccountsNarrowed"
+	// ReasonPasswordRotation: a rotation of the operator's accounts' passwords (the
+	// annotation mysql.dolphin-operator.io/rotate-operator-passwords) took a step.
+	ReasonPasswordRotation = "PasswordRotation"
 	// ReasonFailoverRefused: a manual failover (the annotation
 	// mysql.dolphin-operator.io/failover) was refused; the Warning Event says why.
 	ReasonFailoverRefused     = "FailoverRefused"

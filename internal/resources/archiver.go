@@ -35,8 +35,9 @@ func ArchiveTimeout(c *mysqlv1beta1.MySQLCluster) (d metav1.Duration) {
 // never two at once (Recreate): the archive's index has one writer. The pod runs the
 // operator's binary in the cluster's MySQL image, beside its mysqlbinlog; it reads the
 // primary through its Service and then by its instance name, as dolphin-backup (to list
-// and rotate the logs) and dolphin-repl (to copy them).
-func BinlogArchiver(c *mysqlv1beta1.MySQLCluster, operatorImage string, images Images) *appsv1.Deployment {
+// and rotate the logs) and dolphin-repl (to copy them). Its pod carries credentials, the
+// last rotation of those passwords (StatefulSetInput.Credentials): a new one restarts it.
+func BinlogArchiver(c *mysqlv1beta1.MySQLCluster, operatorImage string, images Images, credentials string) *appsv1.Deployment {
 	b := c.Spec.Backup
 	if b == nil || b.BinlogArchive == nil || b.Target == nil || b.Target.S3 == nil {
 		return nil
@@ -61,6 +62,10 @@ func BinlogArchiver(c *mysqlv1beta1.MySQLCluster, operatorImage string, images I
 	}, volumes)
 	pod.RestartPolicy = corev1.RestartPolicyAlways
 	podLabels := jobPodLabels(labels, ComponentArchive)
+	var podAnnotations map[string]string
+	if credentials != "" {
+		podAnnotations = map[string]string{AnnotationCredentials: credentials}
+	}
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: BinlogArchiverName(c), Namespace: c.Namespace, Labels: labels},
@@ -68,7 +73,7 @@ func BinlogArchiver(c *mysqlv1beta1.MySQLCluster, operatorImage string, images I
 			Replicas: new(int32(1)),
 			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels}, Spec: pod},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations}, Spec: pod},
 		},
 	}
 }

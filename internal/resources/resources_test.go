@@ -352,7 +352,7 @@ func TestBackupJob(t *testing.T) {
 
 func TestCredentialsAreGeneratedOnceAndKept(t *testing.T) {
 	c := cluster()
-	first, err := CredentialsSecret(c, nil, nil)
+	first, err := CredentialsSecret(c, nil, nil, RotationProgress{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestCredentialsAreGeneratedOnceAndKept(t *testing.T) {
 	}
 	partial := first.DeepCopy()
 	delete(partial.Data, KeyBackupPassword)
-	second, err := CredentialsSecret(c, partial, nil)
+	second, err := CredentialsSecret(c, partial, nil, RotationProgress{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestCredentialsAreGeneratedOnceAndKept(t *testing.T) {
 	if len(second.Data[KeyBackupPassword]) != PasswordLength || bytes.Equal(second.Data[KeyBackupPassword], first.Data[KeyBackupPassword]) {
 		t.Error("a missing password is generated anew")
 	}
-	if _, err := CredentialsSecret(c, nil, bytes.NewReader(nil)); err == nil {
+	if _, err := CredentialsSecret(c, nil, bytes.NewReader(nil), RotationProgress{}, time.Now()); err == nil {
 		t.Error("a failing random source must be an error, not a weak password")
 	}
 }

@@ -50,13 +50,16 @@ const passwordAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456
 const PasswordLength = 32
 
 // CredentialsSecret builds the Secret of the cluster's passwords. Every password already
-// in existing is kept as it is (passwords are generated once and never rotated by
-// accident); only missing ones are generated from random. existing may be nil.
-func CredentialsSecret(c *mysqlv1beta1.MySQLCluster, existing *corev1.Secret, random io.Reader) (*corev1.Secret, error) {
+// in existing is kept as it is (passwords are generated once and never changed by
+// accident); only missing ones are generated from random. existing may be nil. A rotation
+// of the operator's accounts asked for on the cluster is taken one step further when p
+// says the step before is done (rotation.go).
+func CredentialsSecret(c *mysqlv1beta1.MySQLCluster, existing *corev1.Secret, random io.Reader, p RotationProgress,
+	now time.Time) (*corev1.Secret, error) {
 	if random == nil {
 		random = rand.Reader
 	}
-	data := map[string][]byte{}
+	data := rotationData(existing)
 	for _, k := range CredentialKeys {
 		if existing != nil && len(existing.Data[k]) > 0 {
 			data[k] = existing.Data[k]
@@ -68,11 +71,20 @@ func CredentialsSecret(c *mysqlv1beta1.MySQLCluster, existing *corev1.Secret, ra
 		}
 		data[k] = p
 	}
+	annotations := rotationAnnotations(existing)
+	if err := rotate(data, annotations, CredentialsRotation(existing), c.Annotations[mysqlv1beta1.AnnotationRotateOperatorPasswords],
+		p, existing != nil, now, func() ([]byte, error) { return password(random) }); err != nil {
+		return nil, err
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
 	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecretName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase)},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       data,
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecretName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase),
+			Annotations: annotations},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
 	}, nil
 }
 

@@ -27,6 +27,20 @@ type StatefulSetInput struct {
 	// Replicas overrides spec.instances when not nil: a scale-down is held until the
 	// primary runs on an instance it keeps.
 	Replicas *int32
+	// Credentials is the last rotation of the operator's passwords the credentials Secret
+	// answered ("" before the first): the pods carry it (AnnotationCredentials), and a
+	// new one counts as a change of the pod inputs, so the instances restart onto the new
+	// passwords whatever spec.updatePolicy.operatorUpgrade says.
+	Credentials string
+}
+
+// podInputs is AnnotationPodInputs' value: PodInputsHash, with the credentials' rotation
+// when there has been one (clusters without one keep the value earlier releases wrote).
+func podInputs(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) string {
+	if in.Credentials == "" {
+		return PodInputsHash(c)
+	}
+	return shortHash([]string{PodInputsHash(c), in.Credentials})
 }
 
 // StatefulSet runs the cluster's instances: pods <cluster>-0..N-1, each with its volume.
@@ -55,7 +69,7 @@ func StatefulSet(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) *appsv1.Stat
 	return &appsv1.StatefulSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName(c), Namespace: c.Namespace, Labels: Labels(c, ComponentDatabase),
-			Annotations: map[string]string{AnnotationPodInputs: PodInputsHash(c), AnnotationPodTemplate: TemplateHash(&template)}},
+			Annotations: map[string]string{AnnotationPodInputs: podInputs(c, in), AnnotationPodTemplate: TemplateHash(&template)}},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:    new(*cmp.Or(in.Replicas, c.Spec.Instances)),
 			ServiceName: HeadlessServiceName(c),
@@ -98,6 +112,9 @@ func podTemplate(c *mysqlv1beta1.MySQLCluster, in StatefulSetInput) corev1.PodTe
 	pt := c.Spec.PodTemplate
 	annotations := merge(pt.Metadata.Annotations, map[string]string{AnnotationConfigHash: in.ConfigHash,
 		"kubectl.kubernetes.io/default-container": ContainerMySQL})
+	if in.Credentials != "" {
+		annotations[AnnotationCredentials] = in.Credentials
+	}
 	containers := []corev1.Container{mysqldContainer(c, in.Images)}
 	initContainers := []corev1.Container{initContainer(c, in.Images)}
 	if c.Spec.Monitoring.Exporter.Enabled {

@@ -138,6 +138,10 @@ func (m *Manager) do(ctx context.Context, cl *cluster, a Action) error {
 		return m.applyApplication(ctx, cl, a.Target, cl.application.AccountOptions)
 	case ActNarrowAccounts:
 		return m.narrow(ctx, cl, t)
+	case ActRetainPasswords:
+		return m.retainPasswords(ctx, cl, t, a.Target)
+	case ActDiscardOldPasswords:
+		return m.discardOldPasswords(ctx, cl, t, a.Target)
 	case ActIsolate:
 		if err := t.StopReplication(ctx, true); err != nil {
 			return err

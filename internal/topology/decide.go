@@ -24,6 +24,9 @@ func Decide(in Input) Decision {
 		d.Actions = append(d.Actions, a)
 		d.Healthy = false // not settled until the account is there
 	}
+	if a, ok := rotatePasswords(in, d); ok {
+		d.Actions = append(d.Actions, a)
+	}
 	for _, i := range in.Instances {
 		if in.Fenced[i.Name] {
 			d.Fenced = append(d.Fenced, i.Name)

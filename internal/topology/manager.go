@@ -177,6 +177,7 @@ func (m *Manager) pass(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (Repor
 	in := m.gather(ctx, cl)
 	in.Application = cl.application
 	in.AccountsWide = m.readWide(ctx, cl, in)
+	in.Rotation = cl.rotationInput()
 	d := Decide(in)
 	r := report(d)
 	recordMetrics(c, in, r, d)
@@ -360,6 +361,12 @@ type cluster struct {
 	// pass found) that the primary's accounts are narrowed (accounts.go).
 	usersPassword, probePassword string
 	accountsNarrowed             bool
+	// rotation is the rotation of the operator's passwords the credentials Secret is in;
+	// nextPasswords its new passwords by account (while retaining); passwordsRetained and
+	// passwordsDiscarded the Lease's notes of the asks whose steps are done.
+	rotation                              resources.Rotation
+	nextPasswords                         map[string]string
+	passwordsRetained, passwordsDiscarded string
 	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
 	tlsCA []byte
 	// tlsNotAfter is the expiry of the TLS Secret's certificate: an instance serving one
@@ -420,6 +427,7 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 		replicaPassword: string(secret.Data[resources.KeyReplicationPassword]),
 		usersPassword:   string(secret.Data[resources.KeyUsersPassword]),
 		probePassword:   string(secret.Data[resources.KeyProbePassword])}
+	cl.loadRotation(secret)
 	for i := range pods.Items {
 		cl.pods[pods.Items[i].Name] = &pods.Items[i]
 	}
@@ -445,6 +453,8 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 		cl.failedPrimary = lease.Annotations[annotationFailedPrimary]
 		cl.applicationDigest = lease.Annotations[annotationApplication]
 		cl.accountsNarrowed = lease.Annotations[annotationAccounts] == accountsNarrowed
+		cl.passwordsRetained = lease.Annotations[resources.AnnotationPasswordsRetained]
+		cl.passwordsDiscarded = lease.Annotations[resources.AnnotationPasswordsDiscarded]
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("while reading the primary Lease: %w", err)
 	}
@@ -504,6 +514,12 @@ func (m *Manager) recordPrimary(ctx context.Context, cl *cluster, name string) e
 	}
 	if cl.accountsNarrowed {
 		annotations[annotationAccounts] = accountsNarrowed
+	}
+	if cl.passwordsRetained != "" {
+		annotations[resources.AnnotationPasswordsRetained] = cl.passwordsRetained
+	}
+	if cl.passwordsDiscarded != "" {
+		annotations[resources.AnnotationPasswordsDiscarded] = cl.passwordsDiscarded
 	}
 	if cl.recordedPrimary() == name && cl.lease != nil && maps.Equal(cl.lease.Annotations, annotations) {
 		return nil
@@ -597,6 +613,9 @@ func (m *Manager) announce(cl *cluster, in Input, d Decision) {
 			m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, mysqlv1beta1.ReasonApplicationAccount, string(a.Kind),
 				"Account %s has every privilege on database %s (created if missing) and the password of Secret %s",
 				cl.application.User, cl.application.Database, resources.ApplicationSecretName(c))
+		case ActRetainPasswords, ActDiscardOldPasswords:
+			m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, mysqlv1beta1.ReasonPasswordRotation, string(a.Kind),
+				"On %s: %s (rotation %s)", a.Target, rotationNote[a.Kind], cl.rotation.Ask)
 		case ActNarrowAccounts:
 			m.Recorder.Eventf(c, nil, corev1.EventTypeNormal, mysqlv1beta1.ReasonAccountsNarrowed, string(a.Kind),
 				"On %s: root connects over the local socket only; %s has the operator's privileges only; %s manages the application's account",

@@ -131,6 +131,9 @@ type Input struct {
 	// AccountsWide: the primary's admin account has the privileges of an earlier release,
 	// which narrowing takes away.
 	AccountsWide bool
+	// Rotation is the step a rotation of the operator's passwords asks of the primary
+	// (nil: none).
+	Rotation *PasswordRotation
 }
 
 // CaughtUpSlack is how many of the primary's transactions a replica may lack and still count
@@ -210,6 +213,12 @@ const (
 	// ActNarrowAccounts narrows the accounts an earlier release made on Target, the primary
 	// (binary-logged: the replicas follow); see accounts.go.
 	ActNarrowAccounts ActionKind = "NarrowAccounts"
+	// ActRetainPasswords gives the operator's accounts on Target, the primary, their new
+	// passwords and keeps the old ones (rotation.go).
+	ActRetainPasswords ActionKind = "RetainPasswords"
+	// ActDiscardOldPasswords gives every replica's channel the new replication password and
+	// discards the old passwords on Target, the primary (rotation.go).
+	ActDiscardOldPasswords ActionKind = "DiscardOldPasswords"
 	// ActApplySettings sets Target's online settings (Instance.Settings) with SET GLOBAL;
 	// like reloads, these come after every other action.
 	ActApplySettings ActionKind = "ApplySettings"
