@@ -291,3 +291,42 @@ func TestStatusShowsTheLastFiveActions(t *testing.T) {
 	require.Regexp(t, `(?m)^Fence\s+db-6\s+-\s+`, out)
 	require.Equal(t, 5, strings.Count(out, "\nFence "))
 }
+
+// rotatingOperatorPasswords answers a rotation of the operator's passwords as the operator
+// does once it is done: a PasswordRotation Event naming the request.
+func rotatingOperatorPasswords(t *testing.T) *interceptor.Funcs {
+	return &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		cl := &mysqlv1beta1.MySQLCluster{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db"}, cl))
+		if ask := cl.Annotations[mysqlv1beta1.AnnotationRotateOperatorPasswords]; ask != "" {
+			if _, ok := list.(*corev1.EventList); ok {
+				for k, msg := range []string{"Rotation " + ask + ": every account accepts its new password; the pods restart onto it",
+					"Rotation " + ask + " of the operator's passwords is done: the old passwords are discarded"} {
+					e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("db.rotation%d", k)},
+						InvolvedObject: corev1.ObjectReference{Kind: "MySQLCluster", Namespace: "ns", Name: "db", UID: cl.UID},
+						Type:           corev1.EventTypeNormal, Reason: mysqlv1beta1.ReasonPasswordRotation, Action: "RotatePasswords",
+						EventTime: metav1.NewMicroTime(base.Add(time.Duration(k+1) * time.Second)), Message: msg}
+					if err := c.Create(ctx, e); err != nil && !strings.Contains(err.Error(), "already exists") {
+						return err
+					}
+				}
+			}
+		}
+		return c.List(ctx, list, opts...)
+	}}
+}
+
+func TestRotatePasswordOfTheOperatorsAccountsWaitsForTheRotationsEnd(t *testing.T) {
+	objs, sql := degradedWorld()
+	h := newHarness(t, sql, rotatingOperatorPasswords(t), objs...)
+	require.Equal(t, ExitOK, h.run("rotate-password", "db", "--operator-accounts"), h.err.String())
+	token := base.Format(time.RFC3339Nano)
+	require.Equal(t, token, h.cluster(t).Annotations[mysqlv1beta1.AnnotationRotateOperatorPasswords])
+	require.Empty(t, h.cluster(t).Annotations[mysqlv1beta1.AnnotationRotateApplicationPassword])
+	require.Contains(t, h.out.String(), "The operator reports: Rotation "+token+" of the operator's passwords is done")
+
+	objs, sql = degradedWorld()
+	h = newHarness(t, sql, nil, objs...)
+	require.Equal(t, ExitTimeout, h.run("rotate-password", "db", "--operator-accounts", "--timeout", "50ms"))
+	require.Contains(t, h.err.String(), "the operator has not reported the rotation done after 50ms")
+}

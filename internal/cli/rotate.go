@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,26 +13,76 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
+// operatorRotationTimeout is rotate-password --operator-accounts' default wait: the
+// rotation restarts every instance, one at a time.
+const operatorRotationTimeout = 15 * time.Minute
+
 func newRotatePasswordCommand(o *options) *cobra.Command {
 	var timeout time.Duration
+	var operator bool
 	cmd := &cobra.Command{
 		Use:   "rotate-password CLUSTER",
-		Short: "Give the application account a new password; the old one keeps working for a while",
+		Short: "Give the application account (or the operator's accounts) new passwords; the old ones keep working for a while",
 		Long: "rotate-password sets the cluster's annotation " + mysqlv1beta1.AnnotationRotateApplicationPassword + "\n" +
 			"to the current time and waits until the operator reports the new password set on the\n" +
 			"primary (its ApplicationAccount Event). The Secret <cluster>-app then holds the new\n" +
 			"password, and the old one (previous-password) logs in too until\n" +
-			"spec.application.previousPasswordRetention has passed. The password itself is not printed.",
+			"spec.application.previousPasswordRetention has passed. The password itself is not printed.\n\n" +
+			"With --operator-accounts it sets " + mysqlv1beta1.AnnotationRotateOperatorPasswords + " instead\n" +
+			"and waits (15 minutes unless --timeout says otherwise) until the operator reports the\n" +
+			"rotation of its accounts' passwords done: the instances restarted onto the new passwords\n" +
+			"(primary last) and the old ones discarded.",
 		Args: exactArgs("CLUSTER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
 				return usageErrorf("--timeout %s: want a positive duration", timeout)
 			}
+			if operator {
+				if !cmd.Flags().Changed("timeout") {
+					timeout = operatorRotationTimeout
+				}
+				return o.rotateOperatorPasswords(cmd.Context(), args[0], timeout)
+			}
 			return o.rotatePassword(cmd.Context(), args[0], timeout)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the operator")
+	cmd.Flags().BoolVar(&operator, "operator-accounts", false, "rotate the operator's own accounts' passwords instead")
 	return cmd
+}
+
+// rotateOperatorPasswords asks for a rotation of the operator's passwords and waits for
+// the Event that says it is done.
+func (o *options) rotateOperatorPasswords(ctx context.Context, name string, timeout time.Duration) error {
+	start := o.now()
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	c, err := o.getCluster(rctx, name)
+	if err != nil {
+		return err
+	}
+	if err := notPaused(c, "rotate"); err != nil {
+		return err
+	}
+	token := start.UTC().Format(time.RFC3339Nano)
+	if err := o.setAnnotation(rctx, c, mysqlv1beta1.AnnotationRotateOperatorPasswords, token); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.io.Out, "Rotation of the operator's passwords of %s asked for (annotation %s=%s).\n", name,
+		mysqlv1beta1.AnnotationRotateOperatorPasswords, token)
+	e, err := o.waitForEvent(ctx, c, start, timeout, func(e *corev1.Event) bool {
+		return e.Reason == mysqlv1beta1.ReasonPasswordRotation && strings.Contains(e.Message, "Rotation "+token+" ") &&
+			strings.Contains(e.Message, " is done")
+	})
+	switch {
+	case err != nil:
+		return err
+	case e == nil:
+		return withCode(ExitTimeout, "the operator has not reported the rotation done after %s; it goes on "+
+			"(its PasswordRotation Events say how far)", timeout)
+	}
+	fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
+	return nil
 }
 
 func (o *options) rotatePassword(ctx context.Context, name string, timeout time.Duration) error {

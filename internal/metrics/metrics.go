@@ -111,7 +111,7 @@ var (
 
 // PasswordSet is when each of the cluster's MySQL accounts got its current password.
 var PasswordSet = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dolphin_cluster_password_set_timestamp_seconds",
-	Help: "When the account's current password was set (Unix time): root's and the operator's accounts carry the creation time of the cluster's credentials Secret, the application account its last rotation."},
+	Help: "When the account's current password was set (Unix time): the operator's rotated accounts and the application account their last rotation, else (and root and the probe account always) the creation time of their Secret."},
 	[]string{LabelNamespace, LabelCluster, LabelAccount})
 
 // SetPasswords sets the cluster's PasswordSet series, one per account in setAt. An

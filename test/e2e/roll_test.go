@@ -90,6 +90,12 @@ func TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt(t *testing.T) {
 	primary = currentPrimary(t, ns, "roll")
 	requireNoLostWrites(t, ns, primary, w.Acks())
 
+	// A rotation of the operator's passwords: the same roll onto the new passwords, then
+	// the old ones are refused everywhere.
+	primary = requireOperatorPasswordRotation(t, ns, "roll", names, primary)
+	requireTopology(t, ns, primary, names...)
+	requireNoLostWrites(t, ns, primary, w.Acks())
+
 	// Scale up to 5, the primary moved onto the last instance once it has joined.
 	updateCluster(t, ns, "roll", func(c *mysqlv1beta1.MySQLCluster) {
 		c.Spec.Instances = new(int32(5))

@@ -102,6 +102,18 @@ func (g *Ground) AccountDB(ctx context.Context, namespace, cluster, pod, user, k
 	return g.accountDB(ctx, namespace, cluster, host, host, user, key)
 }
 
+// AccountDBWithPassword is AccountDB with a password of the caller's (one a rotation
+// replaced, say) instead of the Secret's.
+func (g *Ground) AccountDBWithPassword(ctx context.Context, namespace, cluster, pod, user, password string) (*sql.DB, error) {
+	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
+	cs, err := kubernetes.NewForConfig(g.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("while creating a client: %w", err)
+	}
+	host := InstanceHost(namespace, cluster, pod)
+	return g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), host, user, password, "")
+}
+
 func (g *Ground) accountDB(ctx context.Context, namespace, cluster, host, serverName, user, key string) (*sql.DB, error) {
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cluster}}
 	cs, creds, err := g.secret(ctx, namespace, resources.CredentialsSecretName(c))
