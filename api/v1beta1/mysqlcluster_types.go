@@ -564,7 +564,8 @@ const HistoryLength = 20
 type HistoryEntry struct {
 	// Time is when the action was carried out.
 	Time metav1.Time `json:"time"`
-	// Action: Bootstrap, Promote, Failover, Switchover, Fence, Isolate, Clone or Evict.
+	// Action: Bootstrap, Promote, Failover, Switchover, Fence, Isolate, Clone, Evict, or a
+	// rotation of the operator's passwords' RetainPasswords and DiscardOldPasswords.
 	Action string `json:"action"`
 	// Instance is the instance acted on (the new primary of a promotion, failover or
 	// switchover).
@@ -572,7 +573,8 @@ type HistoryEntry struct {
 	// From is the former primary (Failover, Switchover) or the donor (Clone).
 	// +optional
 	From string `json:"from,omitempty"`
-	// Reason is the topology state's reason when it was decided.
+	// Reason is the topology state's reason when it was decided (PasswordRotation for a
+	// rotation's steps).
 	// +optional
 	Reason string `json:"reason,omitempty"`
 }

@@ -19,6 +19,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -165,7 +166,7 @@ func (r *reporter) children(ctx context.Context) {
 		"statefulsets": &appsv1.StatefulSetList{}, "deployments": &appsv1.DeploymentList{},
 		"services": &corev1.ServiceList{}, "configmaps": &corev1.ConfigMapList{}, "secrets": &corev1.SecretList{},
 		"persistentvolumeclaims": &corev1.PersistentVolumeClaimList{}, "poddisruptionbudgets": &policyv1.PodDisruptionBudgetList{},
-		"jobs": &batchv1.JobList{},
+		"jobs": &batchv1.JobList{}, "networkpolicies": &networkingv1.NetworkPolicyList{},
 	}
 	for _, resource := range slices.Sorted(maps.Keys(lists)) {
 		list := lists[resource]

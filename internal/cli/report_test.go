@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -74,6 +75,8 @@ func TestReportHoldsTheClusterAndNoSecretValue(t *testing.T) {
 			Data: map[string][]byte{"AWS_SECRET_ACCESS_KEY": []byte(s3key)}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.ConfigMapName(c), Labels: labels},
 			Data: map[string]string{"my.cnf": "[mysqld]\ngtid_mode=ON\n"}},
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-instances", Labels: labels},
+			Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}},
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: resources.PrimaryLeaseName(c)},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: new("db-0")}},
 		&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e1"}, Reason: "Switchover",
@@ -120,6 +123,7 @@ func TestReportHoldsTheClusterAndNoSecretValue(t *testing.T) {
 	require.Contains(t, get("secrets/db-credentials.yaml"), "REDACTED (30 bytes)")
 	require.Contains(t, get("configmaps/db-config.yaml"), "gtid_mode=ON")
 	require.Contains(t, get("lease/db-primary.yaml"), "holderIdentity: db-0")
+	require.Contains(t, get("networkpolicies/db-instances.yaml"), "kind: NetworkPolicy")
 	require.Contains(t, get("pods/db-0.yaml"), "kind: Pod")
 	require.Contains(t, get("logs/db-0/mysqld.log"), "ready for connections")
 	require.Equal(t, "mysqld started; root password is REDACTED\n", get("logs/db-1/mysqld.log"))

@@ -51,75 +51,84 @@ func newRotatePasswordCommand(o *options) *cobra.Command {
 	return cmd
 }
 
+// rotation is one kind of password rotation the command asks for.
+type rotation struct {
+	annotation string
+	// what the rotation changes, for the messages.
+	what string
+	// refuse says why the cluster has nothing to rotate ("" when it has).
+	refuse func(*mysqlv1beta1.MySQLCluster) string
+	// done matches the operator's Event that answers the request token.
+	done func(e *corev1.Event, token string) bool
+	// timedOut is the message when no such Event came within the timeout.
+	timedOut string
+}
+
+// askRotation sets r's annotation to the current time and waits for the operator's
+// answer: the cluster as read, when it was asked and the Event that answered.
+func (o *options) askRotation(ctx context.Context, name string, timeout time.Duration, r rotation) (
+	*mysqlv1beta1.MySQLCluster, time.Time, *corev1.Event, error) {
+	start := o.now()
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	c, err := o.getCluster(rctx, name)
+	if err != nil {
+		return nil, start, nil, err
+	}
+	if why := r.refuse(c); why != "" {
+		return nil, start, nil, withCode(ExitRefused, "%s", why)
+	}
+	if err := notPaused(c, "rotate"); err != nil {
+		return nil, start, nil, err
+	}
+	token := start.UTC().Format(time.RFC3339Nano)
+	if err := o.setAnnotation(rctx, c, r.annotation, token); err != nil {
+		return nil, start, nil, err
+	}
+	fmt.Fprintf(o.io.Out, "Rotation of %s's %s asked for (annotation %s=%s).\n", name, r.what, r.annotation, token)
+	e, err := o.waitForEvent(ctx, c, start, timeout, func(e *corev1.Event) bool { return r.done(e, token) })
+	switch {
+	case err != nil:
+		return nil, start, nil, err
+	case e == nil:
+		return nil, start, nil, withCode(ExitTimeout, r.timedOut, timeout)
+	}
+	fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
+	return c, start, e, nil
+}
+
 // rotateOperatorPasswords asks for a rotation of the operator's passwords and waits for
 // the Event that says it is done.
 func (o *options) rotateOperatorPasswords(ctx context.Context, name string, timeout time.Duration) error {
-	start := o.now()
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	c, err := o.getCluster(rctx, name)
-	if err != nil {
-		return err
-	}
-	if err := notPaused(c, "rotate"); err != nil {
-		return err
-	}
-	token := start.UTC().Format(time.RFC3339Nano)
-	if err := o.setAnnotation(rctx, c, mysqlv1beta1.AnnotationRotateOperatorPasswords, token); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.io.Out, "Rotation of the operator's passwords of %s asked for (annotation %s=%s).\n", name,
-		mysqlv1beta1.AnnotationRotateOperatorPasswords, token)
-	e, err := o.waitForEvent(ctx, c, start, timeout, func(e *corev1.Event) bool {
-		return e.Reason == mysqlv1beta1.ReasonPasswordRotation && strings.Contains(e.Message, "Rotation "+token+" ") &&
-			strings.Contains(e.Message, " is done")
-	})
-	switch {
-	case err != nil:
-		return err
-	case e == nil:
-		return withCode(ExitTimeout, "the operator has not reported the rotation done after %s; it goes on "+
-			"(its PasswordRotation Events say how far)", timeout)
-	}
-	fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
-	return nil
+	_, _, _, err := o.askRotation(ctx, name, timeout, rotation{annotation: mysqlv1beta1.AnnotationRotateOperatorPasswords,
+		what: "operator passwords", refuse: func(*mysqlv1beta1.MySQLCluster) string { return "" },
+		done: func(e *corev1.Event, token string) bool {
+			return e.Reason == mysqlv1beta1.ReasonPasswordRotation && strings.HasPrefix(e.Message, "Rotation "+token+" ") &&
+				strings.Contains(e.Message, " is done")
+		},
+		timedOut: "the operator has not reported the rotation done after %s; it goes on (its PasswordRotation Events say how far)"})
+	return err
 }
 
 func (o *options) rotatePassword(ctx context.Context, name string, timeout time.Duration) error {
-	start := o.now()
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	c, err := o.getCluster(rctx, name)
+	c, start, _, err := o.askRotation(ctx, name, timeout, rotation{annotation: mysqlv1beta1.AnnotationRotateApplicationPassword,
+		what: "application password",
+		refuse: func(c *mysqlv1beta1.MySQLCluster) string {
+			if c.Spec.Application == nil {
+				return c.Name + " has no spec.application: there is no application account to rotate"
+			}
+			return ""
+		},
+		done: func(e *corev1.Event, _ string) bool { return e.Reason == mysqlv1beta1.ReasonApplicationAccount },
+		timedOut: "the operator has not reported the new password set after %s (is it running?); " +
+			"the rotation stays asked for"})
 	if err != nil {
 		return err
-	}
-	if c.Spec.Application == nil {
-		return withCode(ExitRefused, "%s has no spec.application: there is no application account to rotate", name)
-	}
-	if err := notPaused(c, "rotate"); err != nil {
-		return err
-	}
-	token := start.UTC().Format(time.RFC3339Nano)
-	if err := o.setAnnotation(rctx, c, mysqlv1beta1.AnnotationRotateApplicationPassword, token); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.io.Out, "Rotation of %s's application password asked for (annotation %s=%s).\n", name,
-		mysqlv1beta1.AnnotationRotateApplicationPassword, token)
-	e, err := o.waitForEvent(ctx, c, start, timeout, func(e *corev1.Event) bool {
-		return e.Reason == mysqlv1beta1.ReasonApplicationAccount
-	})
-	switch {
-	case err != nil:
-		return err
-	case e == nil:
-		return withCode(ExitTimeout, "the operator has not reported the new password set after %s (is it running?); "+
-			"the rotation stays asked for", timeout)
 	}
 	retention := mysqlv1beta1.DefaultPreviousPasswordRetention
 	if r := c.Spec.Application.PreviousPasswordRetention; r != nil {
 		retention = r.Duration
 	}
-	fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
 	fmt.Fprintf(o.io.Out, "The new password is in Secret %s (key %s); the previous one (key %s) logs in until about %s.\n",
 		resources.ApplicationSecretName(c), resources.KeyAppPassword, resources.KeyAppPreviousPassword,
 		start.Add(retention).UTC().Format(time.RFC3339))

@@ -67,6 +67,8 @@ func historyOf(done []Action, reason string, now time.Time) []mysqlv1beta1.Histo
 			}
 		case ActSwitchover, ActClone:
 			e.From = a.From
+		case ActRetainPasswords, ActDiscardOldPasswords:
+			e.Reason = mysqlv1beta1.ReasonPasswordRotation
 		case ActBootstrap, ActFence, ActIsolate, ActEvict:
 		default:
 			continue

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -83,7 +84,11 @@ func TestManagerTakesTheRotationsStepsOnThePrimary(t *testing.T) {
 		}
 		s.Annotations = map[string]string{resources.AnnotationRotatingFor: "r1"}
 	})
-	w.pass(t)
+	r, _, _ := w.m.pass(ctx, w.c)
+	require.NotContains(t, r.Message, "the last step failed")
+	require.Len(t, r.History, 1, "the step is in status.history")
+	require.Equal(t, []string{"RetainPasswords", "db-0", mysqlv1beta1.ReasonPasswordRotation},
+		[]string{r.History[0].Action, r.History[0].Instance, r.History[0].Reason})
 	log := w.logged()
 	require.Contains(t, log, "db-0 RetainPassword dolphin-admin password=new-ADMIN_PASSWORD")
 	for _, u := range []string{"dolphin-repl password=new-REPLICATION_PASSWORD", "dolphin-exporter password=new-EXPORTER_PASSWORD",

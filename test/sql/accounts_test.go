@@ -2,8 +2,8 @@ package sql_test
 
 import (
 	"context"
-	"fmt"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
