@@ -96,6 +96,9 @@ type ReplicaOptions struct {
 	TLS           bool
 	TLSCAFile     string
 	TLSVerifyName bool
+	// Renew points the channel at its source again even when it replicates from it as
+	// asked already: a new password (which the channel's status does not show) takes effect.
+	Renew bool
 }
 
 // CloneOptions seed an instance with a copy of a donor's data.
@@ -142,10 +145,9 @@ type Instance interface {
 	// (see NarrowAccount).
 	Wide(ctx context.Context) (bool, error)
 	NarrowAccount(ctx context.Context, o NarrowOptions) error
-	// RetainPasswords, SetSourcePassword and DiscardOldPasswords rotate the operator's
-	// accounts' passwords (see rotation.go).
+	// RetainPasswords and DiscardOldPasswords rotate the operator's accounts' passwords
+	// (see rotation.go); ConfigureReplica with ReplicaOptions.Renew gives a channel the new one.
 	RetainPasswords(ctx context.Context, changes []PasswordChange) error
-	SetSourcePassword(ctx context.Context, user, password string) error
 	DiscardOldPasswords(ctx context.Context, users []string) error
 	Exec(ctx context.Context, stmt string, args ...any) error
 	ExecUnlogged(ctx context.Context, stmts ...string) error

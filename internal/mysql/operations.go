@@ -146,7 +146,7 @@ func (i *instance) ConfigurePrimary(ctx context.Context, o PrimaryOptions) error
 }
 
 // ConfigureReplica fences the instance (super_read_only) and points it at its source,
-// restarting replication only when something changed.
+// restarting replication only when something changed (or o.Renew asks).
 func (i *instance) ConfigureReplica(ctx context.Context, o ReplicaOptions) error {
 	if err := i.ensurePlugins(ctx); err != nil {
 		return err
@@ -159,7 +159,7 @@ func (i *instance) ConfigureReplica(ctx context.Context, o ReplicaOptions) error
 		return err
 	}
 	r := st.Replica
-	if r == nil || r.SourceHost != o.SourceHost || r.SourcePort != o.SourcePort || !r.IORunning || !r.SQLRunning ||
+	if o.Renew || r == nil || r.SourceHost != o.SourceHost || r.SourcePort != o.SourcePort || !r.IORunning || !r.SQLRunning ||
 		st.SemiSyncReplica != o.SemiSync || !r.TLSAs(o) {
 		semi := "OFF"
 		if o.SemiSync {

@@ -9,7 +9,8 @@ import (
 // Rotation of the operator's own accounts' passwords with MySQL's dual passwords: the new
 // password becomes current and the old one stays accepted as the secondary password
 // (RetainPasswords) until every consumer uses the new one; replicas are pointed at their
-// source with it (SetSourcePassword); then the old one goes (DiscardOldPasswords). The
+// source with it (ConfigureReplica with ReplicaOptions.Renew); then the old one goes
+// (DiscardOldPasswords). The
 // statements are binary-logged: they run on the primary and replicate.
 
 // PasswordChange is one account's new password (RetainPasswords). The account is
@@ -76,24 +77,4 @@ func (i *instance) DiscardOldPasswords(ctx context.Context, users []string) erro
 		}
 	}
 	return nil
-}
-
-// SetSourcePassword gives the replica's channel the password it connects to its source
-// with: the receiver stops, the channel keeps every other setting, and the receiver starts
-// again at once (the applier runs on throughout). A replica that does not replicate is
-// left alone: whoever points it at a source gives it the current password then.
-func (i *instance) SetSourcePassword(ctx context.Context, user, password string) error {
-	if !operatorAccount.MatchString(user) || !passwordText.MatchString(password) {
-		return fmt.Errorf("%s: the replication account %q or its password has characters this operator does not quote", i.cfg.Addr, user)
-	}
-	st, err := i.Status(ctx)
-	if err != nil {
-		return err
-	}
-	if st.Replica == nil {
-		return nil
-	}
-	return i.execAll(ctx, "STOP REPLICA IO_THREAD",
-		"CHANGE REPLICATION SOURCE TO SOURCE_USER="+quote(user)+", SOURCE_PASSWORD="+quote(password),
-		"START REPLICA IO_THREAD")
 }

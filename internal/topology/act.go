@@ -100,8 +100,8 @@ func (m *Manager) actAll(ctx context.Context, cl *cluster, actions []Action) err
 
 func (m *Manager) actOne(ctx context.Context, cl *cluster, a Action) error {
 	timeout := ActionTimeout
-	if a.Kind == ActPromote || a.Kind == ActSwitchover {
-		timeout += CatchUpTimeout
+	if a.Kind == ActPromote || a.Kind == ActSwitchover || a.Kind == ActRetainPasswords || a.Kind == ActDiscardOldPasswords {
+		timeout += CatchUpTimeout // a catch-up wait (the rotation's: replicas applying, receivers reconnecting)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

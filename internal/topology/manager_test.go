@@ -98,7 +98,11 @@ func (f *fakeInstance) ConfigurePrimary(_ context.Context, o mysql.PrimaryOption
 	return nil
 }
 func (f *fakeInstance) ConfigureReplica(_ context.Context, o mysql.ReplicaOptions) error {
-	f.record("ConfigureReplica " + o.SourceHost)
+	if o.Renew {
+		f.record("RenewReplica " + o.SourceHost + " password=" + o.Password)
+	} else {
+		f.record("ConfigureReplica " + o.SourceHost)
+	}
 	f.replicaOptions = o
 	if f.configured != nil {
 		f.configured()
@@ -185,10 +189,6 @@ func (f *fakeInstance) RetainPasswords(_ context.Context, changes []mysql.Passwo
 	for _, c := range changes {
 		f.record(fmt.Sprintf("RetainPassword %s password=%s", c.User, c.Password))
 	}
-	return nil
-}
-func (f *fakeInstance) SetSourcePassword(_ context.Context, user, password string) error {
-	f.record(fmt.Sprintf("SetSourcePassword %s password=%s", user, password))
 	return nil
 }
 func (f *fakeInstance) DiscardOldPasswords(_ context.Context, users []string) error {

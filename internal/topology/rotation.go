@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,9 +19,10 @@ import (
 //     each account accepts its new password and keeps its current one (the admin account
 //     changes its own; the users account the others' and its own).
 //   - DiscardOldPasswords, once every pod uses the new passwords: each replica's channel
-//     takes the new replication password, then the old passwords are discarded. It waits
-//     for every instance to answer: one that did not would keep the old password in its
-//     channel and fail to reconnect.
+//     takes the new replication password, then the old passwords are discarded.
+//
+// Both wait for the whole cluster to be in step (inStep): an instance that did not answer
+// would miss the change (and keep the old password in its channel).
 
 // PasswordRotation is the rotation step the primary is to take (Input.Rotation).
 type PasswordRotation struct {
@@ -54,31 +56,49 @@ func (cl *cluster) rotationInput() *PasswordRotation {
 	return nil
 }
 
-// rotatePasswords is the rotation's action on the primary, when one is due and the
-// primary is one maintenance may run on (maintainedPrimary). The discard also waits for
-// every instance to answer and the replicas to replicate from the primary.
+// rotatePasswords is the rotation's action on the primary, when one is due, the primary
+// is one maintenance may run on (maintainedPrimary) and the whole cluster is in step
+// (inStep).
 func rotatePasswords(in Input, d Decision) (Action, bool) {
 	r := in.Rotation
 	if r == nil || r.Done || r.Ask == "" || (r.Phase != resources.RotationRetaining && r.Phase != resources.RotationDiscarding) {
 		return Action{}, false
 	}
 	p, ok := maintainedPrimary(in, d)
-	if !ok {
+	if !ok || !inStep(in, p) {
 		return Action{}, false
 	}
 	if r.Phase == resources.RotationRetaining {
 		return Action{Kind: ActRetainPasswords, Target: p}, true
 	}
-	for _, i := range in.Instances {
-		if !i.Reachable || i.Cloning || (i.Name != p && (i.Source != p || !i.IORunning)) {
-			return Action{}, false
-		}
-	}
 	return Action{Kind: ActDiscardOldPasswords, Target: p}, true
 }
 
+// inStep: every instance answers and replicates from primary p with its receiver
+// connected, and p has the semi-sync replicas its commits wait for. A rotation's
+// statements change accounts on p: binary-logged, they wait for an acknowledgement like
+// any commit, and while one waits p admits no new login (the account cache stays locked).
+// An instance that did not answer would also miss the change until it catches up.
+func inStep(in Input, p string) bool {
+	for _, i := range in.Instances {
+		switch {
+		case !i.Reachable || i.Cloning:
+			return false
+		case i.Name == p:
+			if in.SemiSync && i.SemiSyncClients < max(in.AckCount, 1) {
+				return false
+			}
+		case i.Source != p || !i.IORunning || i.IOConnecting:
+			return false
+		}
+	}
+	return true
+}
+
 // retainPasswords makes every rotated account on t (the primary, reached as the admin
-// account) accept its new password beside its current one, and notes it in the Lease.
+// account) accept its new password beside its current one, waits until every replica has
+// applied that (so that each accepts the new passwords once the Secret swaps them in), and
+// notes it in the Lease.
 func (m *Manager) retainPasswords(ctx context.Context, cl *cluster, t mysql.Instance, target string) error {
 	var others []mysql.PasswordChange
 	for _, account := range resources.RotatedAccounts {
@@ -101,14 +121,28 @@ func (m *Manager) retainPasswords(ctx context.Context, cl *cluster, t mysql.Inst
 	if err := users.RetainPasswords(ctx, others); err != nil {
 		return err
 	}
+	st, err := t.Status(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range cl.names {
+		if h := cl.handles[name]; name != target && h != nil {
+			if err := h.WaitForGTID(ctx, st.GTIDExecuted, time.Until(deadline(ctx))); err != nil {
+				return fmt.Errorf("%s has not applied the new passwords yet: %w", name, err)
+			}
+		}
+	}
 	cl.passwordsRetained = cl.rotation.Ask
 	return m.recordPrimary(ctx, cl, cl.recordedPrimary())
 }
 
-// discardOldPasswords points every replica's channel at the primary with the current
-// replication password, discards the old passwords on t (the primary, as the admin
-// account) and notes it in the Lease.
+// discardOldPasswords points every replica's channel at t (the primary, reached as the
+// admin account) again with the current replication password, one replica at a time, each
+// receiving again before the next (so that the others keep acknowledging commits); then
+// it discards the old passwords on t and notes it in the Lease.
 func (m *Manager) discardOldPasswords(ctx context.Context, cl *cluster, t mysql.Instance, target string) error {
+	o := m.replicaOptions(cl, target)
+	o.Renew = true
 	for _, name := range cl.names {
 		if name == target {
 			continue
@@ -117,7 +151,10 @@ func (m *Manager) discardOldPasswords(ctx context.Context, cl *cluster, t mysql.
 		if h == nil {
 			return fmt.Errorf("no connection to %s", name)
 		}
-		if err := h.SetSourcePassword(ctx, resources.ReplicationUser, cl.replicaPassword); err != nil {
+		if err := h.ConfigureReplica(ctx, o); err != nil {
+			return err
+		}
+		if err := receiving(ctx, t, h, name, primaryOptions(cl)); err != nil {
 			return err
 		}
 	}
@@ -140,6 +177,47 @@ func (m *Manager) discardOldPasswords(ctx context.Context, cl *cluster, t mysql.
 	}
 	cl.passwordsDiscarded = cl.rotation.Ask
 	return m.recordPrimary(ctx, cl, cl.recordedPrimary())
+}
+
+// receivingPoll is how often receiving looks.
+const receivingPoll = 100 * time.Millisecond
+
+// receiving waits (within ctx) until replica name's receiver is connected to primary p
+// again and, with semi-sync, p has the replicas its commits wait for.
+func receiving(ctx context.Context, p, replica mysql.Instance, name string, po mysql.PrimaryOptions) error {
+	var last string
+	for {
+		rs, err := replica.Status(ctx)
+		if err == nil {
+			switch r := rs.Replica; {
+			case r == nil || !r.IORunning || r.IOConnecting:
+				last = fmt.Sprintf("its receiver is not connected (%+v)", r)
+			default:
+				ps, perr := p.Status(ctx)
+				switch {
+				case perr != nil:
+					last = perr.Error()
+				case po.SemiSync && ps.SemiSyncSourceClients < max(po.WaitForReplicaCount, 1):
+					last = fmt.Sprintf("the primary has %d semi-sync replicas", ps.SemiSyncSourceClients)
+				default:
+					return nil
+				}
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not replicate again with the new password: %s", name, last)
+		case <-time.After(receivingPoll):
+		}
+	}
+}
+
+// deadline is ctx's deadline (actions always have one).
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 // rotationNote is what each rotation action's Event says it did.

@@ -21,6 +21,7 @@ func withRotation(in Input, phase resources.RotationPhase, done bool) Input {
 // TestDecidePasswordRotation: when the primary takes a rotation's steps.
 func TestDecidePasswordRotation(t *testing.T) {
 	h := healthy3()
+	h[0].SemiSyncClients = 2
 	retain := Action{Kind: ActRetainPasswords, Target: "db-0"}
 	discard := Action{Kind: ActDiscardOldPasswords, Target: "db-0"}
 	cases := []struct {
@@ -39,8 +40,18 @@ func TestDecidePasswordRotation(t *testing.T) {
 			want{state: StateHealthy, primary: "db-0", healthy: true, actions: []Action{}}},
 		{"the topology has nothing to do while the pods restart", withRotation(input("db-0", h...), resources.RotationRolling, false),
 			want{state: StateHealthy, primary: "db-0", healthy: true, actions: []Action{}}},
-		{"retaining needs no replica", withRotation(input("db-0", h[0], down("db-1", 1, 0), h[2]), resources.RotationRetaining, false),
-			want{primary: "db-0", actions: []Action{retain}}},
+		{"no retain while a replica does not answer: it would refuse the new passwords once swapped in",
+			withRotation(input("db-0", h[0], down("db-1", 1, 0), h[2]), resources.RotationRetaining, false),
+			want{primary: "db-0", actions: []Action{}}},
+		{"no step while the primary lacks the semi-sync replicas its commits wait for: an account change would hold every login",
+			withRotation(input("db-0", with(h[0], func(i *Instance) { i.SemiSyncClients = 0 }), h[1], h[2]), resources.RotationDiscarding, false),
+			want{state: StateHealthy, primary: "db-0", healthy: true, actions: []Action{}}},
+		{"no discard while a replica's receiver reconnects",
+			withRotation(input("db-0", h[0], with(h[1], func(i *Instance) { i.IOConnecting = true }), h[2]), resources.RotationDiscarding, false),
+			want{state: StateHealthy, primary: "db-0", healthy: true, actions: []Action{}}},
+		{"no step while an instance is cloned", withRotation(input("db-0", h[0], with(h[1], func(i *Instance) { i.Cloning = true }), h[2]),
+			resources.RotationRetaining, false),
+			want{primary: "db-0", actions: []Action{}}},
 		{"no discard while a replica does not answer: its channel would keep the old password",
 			withRotation(input("db-0", h[0], down("db-1", 1, 0), h[2]), resources.RotationDiscarding, false),
 			want{primary: "db-0", actions: []Action{}}},
@@ -66,6 +77,7 @@ func TestManagerTakesTheRotationsStepsOnThePrimary(t *testing.T) {
 	ctx := context.Background()
 	w.pass(t) // bootstrap
 	w.replicate("db-0", u1+":1-5")
+	w.instances["db-0"].status.SemiSyncSourceClients = 2
 	w.pass(t)
 	secret := func(mutate func(*corev1.Secret)) {
 		s := &corev1.Secret{}
@@ -113,9 +125,9 @@ func TestManagerTakesTheRotationsStepsOnThePrimary(t *testing.T) {
 	w.pass(t)
 	log = w.logged()
 	for _, r := range []string{"db-1", "db-2"} {
-		require.Contains(t, log, r+" SetSourcePassword dolphin-repl password=new-REPLICATION_PASSWORD")
+		require.Contains(t, log, r+" RenewReplica 10.0.0.1 password=new-REPLICATION_PASSWORD")
 	}
-	require.NotContains(t, log, "db-0 SetSourcePassword")
+	require.NotContains(t, log, "db-0 RenewReplica")
 	require.Contains(t, log, "db-0 DiscardOldPasswords dolphin-admin\n")
 	require.Contains(t, log, "db-0 DiscardOldPasswords dolphin-repl,dolphin-exporter,dolphin-backup,dolphin-users")
 	require.Equal(t, "r1", lease()[resources.AnnotationPasswordsDiscarded])

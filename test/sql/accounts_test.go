@@ -196,8 +196,8 @@ func TestTheNarrowedAdminFencesRootsSessionsToo(t *testing.T) {
 
 // A rotation of the operator's accounts on a primary and its replica, as the operator runs
 // it: the admin account changes its own password, the users account the others' (its own
-// too), each keeping the old one; the replica's channel moves to the new replication
-// password; then the old passwords are discarded, on both instances.
+// too), each keeping the old one; the replica's channel is pointed at its source again with
+// the new replication password; then the old passwords are discarded, on both instances.
 func TestTheOperatorsAccountsRotateWithDualPasswords(t *testing.T) {
 	ctx := testContext(t)
 	servers, in := cluster(t, 2)
@@ -229,8 +229,9 @@ func TestTheOperatorsAccountsRotateWithDualPasswords(t *testing.T) {
 		}
 	}
 
-	require.NoError(t, in[1].SetSourcePassword(ctx, replUser, next))
-	require.NoError(t, in[0].SetSourcePassword(ctx, replUser, next), "a primary has no channel: nothing to do")
+	renewed := replicaOf(servers[0])
+	renewed.Password, renewed.Renew = next, true
+	require.NoError(t, in[1].ConfigureReplica(ctx, renewed))
 	receiving(t, ctx, in[0], in[1])
 	admin, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: adminUser, Password: next})
 	require.NoError(t, err)
