@@ -87,21 +87,29 @@ func (r *MySQLClusterReconciler) writeCredentials(ctx context.Context, st *state
 	if existing == nil {
 		return r.applyOrDelete(ctx, st, desired, nil)
 	}
-	annotations := maps.Clone(existing.Annotations)
+	// Keys and annotations that are not the operator's stay as they are.
+	data, annotations := maps.Clone(existing.Data), maps.Clone(existing.Annotations)
+	if data == nil {
+		data = map[string][]byte{}
+	}
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	for _, k := range []string{resources.AnnotationRotatingFor, resources.AnnotationRotatedFor, resources.AnnotationRotatedAt,
-		resources.AnnotationDiscardFor} {
+	for _, k := range resources.RotatedKeys {
+		delete(data, resources.NextKey(k))
+		delete(data, resources.PreviousKey(k))
+	}
+	for _, k := range resources.CredentialsAnnotations {
 		delete(annotations, k)
 	}
+	maps.Copy(data, desired.Data)
 	maps.Copy(annotations, desired.Annotations)
-	if maps.EqualFunc(existing.Data, desired.Data, func(a, b []byte) bool { return string(a) == string(b) }) &&
+	if maps.EqualFunc(existing.Data, data, func(a, b []byte) bool { return string(a) == string(b) }) &&
 		maps.Equal(existing.Annotations, annotations) {
 		return nil
 	}
 	updated := existing.DeepCopy()
-	updated.Data, updated.Annotations = desired.Data, annotations
+	updated.Data, updated.Annotations = data, annotations
 	if len(updated.Annotations) == 0 {
 		updated.Annotations = nil
 	}

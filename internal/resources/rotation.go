@@ -152,13 +152,16 @@ func rotate(data map[string][]byte, annotations map[string]string, rot Rotation,
 	return nil
 }
 
+// CredentialsAnnotations are the credentials Secret's annotations a rotation writes.
+var CredentialsAnnotations = []string{AnnotationRotatingFor, AnnotationRotatedFor, AnnotationRotatedAt, AnnotationDiscardFor}
+
 // rotationAnnotations are the Secret's annotations a rotation keeps.
 func rotationAnnotations(existing *corev1.Secret) map[string]string {
 	out := map[string]string{}
 	if existing == nil {
 		return out
 	}
-	for _, k := range []string{AnnotationRotatingFor, AnnotationRotatedFor, AnnotationRotatedAt, AnnotationDiscardFor} {
+	for _, k := range CredentialsAnnotations {
 		if v, ok := existing.Annotations[k]; ok {
 			out[k] = v
 		}
