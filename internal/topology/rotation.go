@@ -121,16 +121,8 @@ func (m *Manager) retainPasswords(ctx context.Context, cl *cluster, t mysql.Inst
 	if err := users.RetainPasswords(ctx, others); err != nil {
 		return err
 	}
-	st, err := t.Status(ctx)
-	if err != nil {
+	if err := applied(ctx, cl, t, target, "the new passwords"); err != nil {
 		return err
-	}
-	for _, name := range cl.names {
-		if h := cl.handles[name]; name != target && h != nil {
-			if err := h.WaitForGTID(ctx, st.GTIDExecuted, time.Until(deadline(ctx))); err != nil {
-				return fmt.Errorf("%s has not applied the new passwords yet: %w", name, err)
-			}
-		}
 	}
 	cl.passwordsRetained = cl.rotation.Ask
 	return m.recordPrimary(ctx, cl, cl.recordedPrimary())
@@ -139,7 +131,8 @@ func (m *Manager) retainPasswords(ctx context.Context, cl *cluster, t mysql.Inst
 // discardOldPasswords points every replica's channel at t (the primary, reached as the
 // admin account) again with the current replication password, one replica at a time, each
 // receiving again before the next (so that the others keep acknowledging commits); then
-// it discards the old passwords on t and notes it in the Lease.
+// it discards the old passwords on t, waits until every replica has applied that, and
+// notes it in the Lease.
 func (m *Manager) discardOldPasswords(ctx context.Context, cl *cluster, t mysql.Instance, target string) error {
 	o := m.replicaOptions(cl, target)
 	o.Renew = true
@@ -175,8 +168,28 @@ func (m *Manager) discardOldPasswords(ctx context.Context, cl *cluster, t mysql.
 	if err := users.DiscardOldPasswords(ctx, others); err != nil {
 		return err
 	}
+	if err := applied(ctx, cl, t, target, "the discard"); err != nil {
+		return err
+	}
 	cl.passwordsDiscarded = cl.rotation.Ask
 	return m.recordPrimary(ctx, cl, cl.recordedPrimary())
+}
+
+// applied waits (within ctx) until every replica has applied what primary t (instance
+// target) has executed: what was changed there holds on every instance.
+func applied(ctx context.Context, cl *cluster, t mysql.Instance, target, what string) error {
+	st, err := t.Status(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range cl.names {
+		if h := cl.handles[name]; name != target && h != nil {
+			if err := h.WaitForGTID(ctx, st.GTIDExecuted, time.Until(deadline(ctx))); err != nil {
+				return fmt.Errorf("%s has not applied %s yet: %w", name, what, err)
+			}
+		}
+	}
+	return nil
 }
 
 // receivingPoll is how often receiving looks.
