@@ -65,42 +65,42 @@ type rotation struct {
 }
 
 // askRotation sets r's annotation to the current time and waits for the operator's
-// answer: the cluster as read, when it was asked and the Event that answered.
+// answer, which it prints: the cluster as read, and when it was asked.
 func (o *options) askRotation(ctx context.Context, name string, timeout time.Duration, r rotation) (
-	*mysqlv1beta1.MySQLCluster, time.Time, *corev1.Event, error) {
+	*mysqlv1beta1.MySQLCluster, time.Time, error) {
 	start := o.now()
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	c, err := o.getCluster(rctx, name)
 	if err != nil {
-		return nil, start, nil, err
+		return nil, start, err
 	}
 	if why := r.refuse(c); why != "" {
-		return nil, start, nil, withCode(ExitRefused, "%s", why)
+		return nil, start, withCode(ExitRefused, "%s", why)
 	}
 	if err := notPaused(c, "rotate"); err != nil {
-		return nil, start, nil, err
+		return nil, start, err
 	}
 	token := start.UTC().Format(time.RFC3339Nano)
 	if err := o.setAnnotation(rctx, c, r.annotation, token); err != nil {
-		return nil, start, nil, err
+		return nil, start, err
 	}
 	fmt.Fprintf(o.io.Out, "Rotation of %s's %s asked for (annotation %s=%s).\n", name, r.what, r.annotation, token)
 	e, err := o.waitForEvent(ctx, c, start, timeout, func(e *corev1.Event) bool { return r.done(e, token) })
 	switch {
 	case err != nil:
-		return nil, start, nil, err
+		return nil, start, err
 	case e == nil:
-		return nil, start, nil, withCode(ExitTimeout, r.timedOut, timeout)
+		return nil, start, withCode(ExitTimeout, r.timedOut, timeout)
 	}
 	fmt.Fprintf(o.io.Out, "The operator reports: %s\n", e.Message)
-	return c, start, e, nil
+	return c, start, nil
 }
 
 // rotateOperatorPasswords asks for a rotation of the operator's passwords and waits for
 // the Event that says it is done.
 func (o *options) rotateOperatorPasswords(ctx context.Context, name string, timeout time.Duration) error {
-	_, _, _, err := o.askRotation(ctx, name, timeout, rotation{annotation: mysqlv1beta1.AnnotationRotateOperatorPasswords,
+	_, _, err := o.askRotation(ctx, name, timeout, rotation{annotation: mysqlv1beta1.AnnotationRotateOperatorPasswords,
 		what: "operator passwords", refuse: func(*mysqlv1beta1.MySQLCluster) string { return "" },
 		done: func(e *corev1.Event, token string) bool {
 			return e.Reason == mysqlv1beta1.ReasonPasswordRotation && strings.HasPrefix(e.Message, "Rotation "+token+" ") &&
@@ -111,7 +111,7 @@ func (o *options) rotateOperatorPasswords(ctx context.Context, name string, time
 }
 
 func (o *options) rotatePassword(ctx context.Context, name string, timeout time.Duration) error {
-	c, start, _, err := o.askRotation(ctx, name, timeout, rotation{annotation: mysqlv1beta1.AnnotationRotateApplicationPassword,
+	c, start, err := o.askRotation(ctx, name, timeout, rotation{annotation: mysqlv1beta1.AnnotationRotateApplicationPassword,
 		what: "application password",
 		refuse: func(c *mysqlv1beta1.MySQLCluster) string {
 			if c.Spec.Application == nil {

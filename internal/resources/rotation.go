@@ -45,8 +45,10 @@ var RotatedKeys = []string{KeyAdminPassword, KeyReplicationPassword, KeyExporter
 // RotatedAccounts are RotatedKeys' accounts, in the same order.
 var RotatedAccounts = []string{AdminUser, ReplicationUser, ExporterUser, BackupUser, UsersUser}
 
-// NextKey and PreviousKey name where a rotation keeps key's new and old password.
-func NextKey(key string) string     { return "NEXT_" + key }
+// NextKey names where a rotation keeps key's new password until it is current.
+func NextKey(key string) string { return "NEXT_" + key }
+
+// PreviousKey names where a rotation keeps key's old password until it is discarded.
 func PreviousKey(key string) string { return "PREVIOUS_" + key }
 
 // RotationPhase is where a rotation of the operator's passwords is ("" when none runs).
