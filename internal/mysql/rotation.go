@@ -2,9 +2,26 @@ package mysql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
+
+	gomysql "github.com/go-sql-driver/mysql"
 )
+
+// ErrNoPasswordPrivilege is what RetainPasswords and DiscardOldPasswords wrap when MySQL
+// refuses the statement for want of a privilege (1227): APPLICATION_PASSWORD_ADMIN for the
+// connection's own account, CREATE USER (and SYSTEM_USER for such an account) for another.
+var ErrNoPasswordPrivilege = errors.New("the account lacks the privilege to manage these passwords")
+
+// passwordErr wraps a refusal for want of a privilege with ErrNoPasswordPrivilege.
+func passwordErr(err error) error {
+	var me *gomysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1227 { // ER_SPECIFIC_ACCESS_DENIED_ERROR
+		return fmt.Errorf("%w: %w", ErrNoPasswordPrivilege, err)
+	}
+	return err
+}
 
 // Rotation of the operator's own accounts' passwords with MySQL's dual passwords: the new
 // password becomes current and the old one stays accepted as the secondary password
@@ -59,7 +76,7 @@ func (i *instance) RetainPasswords(ctx context.Context, changes []PasswordChange
 		}
 		// Exec's errors name the first four words only: never the password.
 		if err := i.Exec(ctx, "ALTER USER "+account+" IDENTIFIED BY '"+c.Password+"' RETAIN CURRENT PASSWORD"); err != nil {
-			return err
+			return passwordErr(err)
 		}
 	}
 	return nil
@@ -73,7 +90,7 @@ func (i *instance) DiscardOldPasswords(ctx context.Context, users []string) erro
 			return err
 		}
 		if err := i.Exec(ctx, "ALTER USER "+account+" DISCARD OLD PASSWORD"); err != nil {
-			return err
+			return passwordErr(err)
 		}
 	}
 	return nil

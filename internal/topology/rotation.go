@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -111,6 +112,11 @@ func (m *Manager) retainPasswords(ctx context.Context, cl *cluster, t mysql.Inst
 		}
 	}
 	if err := t.RetainPasswords(ctx, []mysql.PasswordChange{{User: resources.AdminUser, Password: cl.nextPasswords[resources.AdminUser]}}); err != nil {
+		if errors.Is(err, mysql.ErrNoPasswordPrivilege) {
+			// Admin accounts made by 0.2.0 candidate builds before the rotation existed.
+			return fmt.Errorf("%w; grant it once as root: kubectl dolphin mysql %s -e \"GRANT APPLICATION_PASSWORD_ADMIN ON *.* TO '%s'@'%%'\"",
+				err, cl.obj.Name, resources.AdminUser)
+		}
 		return err
 	}
 	users, err := m.asUsers(cl, target)

@@ -242,8 +242,13 @@ func TestTheOperatorsAccountsRotateWithDualPasswords(t *testing.T) {
 	defer users.Close()
 	require.NoError(t, users.DiscardOldPasswords(ctx, others))
 	require.NoError(t, users.DiscardOldPasswords(ctx, others), "idempotent")
-	require.ErrorContains(t, users.DiscardOldPasswords(ctx, []string{adminUser}), "Error 1227",
+	require.ErrorIs(t, users.DiscardOldPasswords(ctx, []string{adminUser}), mysql.ErrNoPasswordPrivilege,
 		"the users account cannot touch the admin account (SYSTEM_USER)")
+	backup, err := mysql.Open(mysql.Config{Addr: servers[0].Addr(), User: resources.BackupUser, Password: next})
+	require.NoError(t, err)
+	defer backup.Close()
+	require.ErrorIs(t, backup.RetainPasswords(ctx, []mysql.PasswordChange{{User: resources.BackupUser, Password: "yetAnother7"}}),
+		mysql.ErrNoPasswordPrivilege, "its own secondary password needs APPLICATION_PASSWORD_ADMIN")
 
 	st, err = in[0].Status(ctx)
 	require.NoError(t, err)
