@@ -268,15 +268,20 @@ func TestTheNetworkPolicyAdmitsTheOperatorsPorts(t *testing.T) {
 
 	monitoring := map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{
 		"kubernetes.io/metadata.name": "monitoring"}}}
-	p = policy(render(t, "ops", map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{
-		"from": []any{monitoring}}}}))
+	controlPlane := map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/24"}}
+	p = policy(render(t, "ops", map[string]any{"networkPolicy": map[string]any{
+		"metrics": map[string]any{"from": []any{monitoring}}, "webhook": map[string]any{"from": []any{controlPlane}}}}))
 	for _, rule := range p.Spec.Ingress {
-		if rule.Ports[0].Port.IntValue() != 8443 {
+		switch rule.Ports[0].Port.IntValue() {
+		case 8443:
+			require.Len(t, rule.From, 1)
+			require.Equal(t, "monitoring", rule.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+		case 9443:
+			require.Len(t, rule.From, 1)
+			require.Equal(t, "10.0.0.0/24", rule.From[0].IPBlock.CIDR)
+		default:
 			require.Empty(t, rule.From)
-			continue
 		}
-		require.Len(t, rule.From, 1)
-		require.Equal(t, "monitoring", rule.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
 	}
 	require.Nil(t, chart.Find(render(t, "ops", map[string]any{"networkPolicy": map[string]any{"enabled": false}}),
 		"NetworkPolicy", "dolphin-controller-manager"))
@@ -297,6 +302,8 @@ func TestTheSchemaRefusesBadValues(t *testing.T) {
 		{map[string]any{"certManager": map[string]any{"enabled": "yes"}}, "enabled"},
 		{map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"from": []any{
 			map[string]any{"namespace": "monitoring"}}}}}, "namespace"},
+		{map[string]any{"networkPolicy": map[string]any{"webhook": map[string]any{"from": []any{
+			map[string]any{"ipBlock": map[string]any{"except": []any{"10.0.0.1/32"}}}}}}}, "cidr"},
 	} {
 		_, err := chart.Render("dolphin", "ops", c.vals)
 		require.Error(t, err, "%v", c.vals)
