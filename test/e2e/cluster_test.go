@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"database/sql"
 	"fmt"
 	"strings"
@@ -315,6 +316,27 @@ func requireRetainedOnDeletion(t *testing.T, c *mysqlv1beta1.MySQLCluster) {
 	secret := &corev1.Secret{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name + "-credentials"}, secret),
 		"the passwords are kept with the data they open")
+	requireDeletionAudited(t, c.Namespace, c.Name)
+}
+
+// requireDeletionAudited finds the webhook's audit line of the cluster's deletion: once,
+// allowed, with the user who deleted it.
+func requireDeletionAudited(t *testing.T, ns, name string) {
+	t.Helper()
+	var found []auditLine
+	for line := range strings.SplitSeq(g.FullOperatorLogs(context.Background()), "\n") {
+		var a auditLine
+		if strings.Contains(line, `"admission-audit"`) && json.Unmarshal([]byte(line), &a) == nil &&
+			a.Namespace == ns && a.Name == name && a.Operation == "DELETE" {
+			found = append(found, a)
+		}
+	}
+	require.Len(t, found, 1, "one audit line of the deletion")
+	require.True(t, found[0].Allowed)
+	require.Equal(t, "MySQLCluster", found[0].Kind)
+	require.NotEmpty(t, found[0].User)
+	require.Empty(t, found[0].Changed)
+	t.Logf("deletion audited: %+v", found[0])
 }
 
 // remaining returns an error naming what of a deleted cluster still exists, apart from

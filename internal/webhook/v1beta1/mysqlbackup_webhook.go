@@ -31,6 +31,8 @@ func (*MySQLBackupDefaulter) Default(_ context.Context, b *mysqlv1beta1.MySQLBac
 }
 
 // +kubebuilder:webhook:path=/validate-mysql-dolphin-operator-io-v1beta1-mysqlbackup,mutating=false,failurePolicy=fail,sideEffects=None,groups=mysql.dolphin-operator.io,resources=mysqlbackups,verbs=create;update,versions=v1beta1,name=vmysqlbackup-v1beta1.mysql.dolphin-operator.io,admissionReviewVersions=v1
+// Deletions only to be audited, never held up (as for MySQLClusters).
+// +kubebuilder:webhook:path=/validate-mysql-dolphin-operator-io-v1beta1-mysqlbackup,mutating=false,failurePolicy=ignore,sideEffects=None,groups=mysql.dolphin-operator.io,resources=mysqlbackups,verbs=delete,versions=v1beta1,name=vmysqlbackup-delete-v1beta1.mysql.dolphin-operator.io,admissionReviewVersions=v1,timeoutSeconds=5
 
 // MySQLBackupValidator rejects backups that cannot be taken.
 type MySQLBackupValidator struct{}
@@ -55,7 +57,8 @@ func (*MySQLBackupValidator) ValidateUpdate(ctx context.Context, old, b *mysqlv1
 	return nil, invalid("MySQLBackup", b.Name, errs)
 }
 
-// ValidateDelete implements admission.Validator; deletion is always allowed.
-func (*MySQLBackupValidator) ValidateDelete(context.Context, *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
+// ValidateDelete implements admission.Validator; deletion is always allowed, and audited.
+func (*MySQLBackupValidator) ValidateDelete(ctx context.Context, b *mysqlv1beta1.MySQLBackup) (admission.Warnings, error) {
+	audit(ctx, "MySQLBackup", nil, b, nil)
 	return nil, nil
 }

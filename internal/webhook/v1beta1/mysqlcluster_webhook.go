@@ -41,6 +41,9 @@ func (*MySQLClusterDefaulter) Default(ctx context.Context, c *mysqlv1beta1.MySQL
 }
 
 // +kubebuilder:webhook:path=/validate-mysql-dolphin-operator-io-v1beta1-mysqlcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=mysql.dolphin-operator.io,resources=mysqlclusters,verbs=create;update,versions=v1beta1,name=vmysqlcluster-v1beta1.mysql.dolphin-operator.io,admissionReviewVersions=v1
+// Deletions pass the same validator only to be audited; failurePolicy=ignore so that an
+// operator that does not answer never holds up a deletion (a namespace's, say).
+// +kubebuilder:webhook:path=/validate-mysql-dolphin-operator-io-v1beta1-mysqlcluster,mutating=false,failurePolicy=ignore,sideEffects=None,groups=mysql.dolphin-operator.io,resources=mysqlclusters,verbs=delete,versions=v1beta1,name=vmysqlcluster-delete-v1beta1.mysql.dolphin-operator.io,admissionReviewVersions=v1,timeoutSeconds=5
 
 // MySQLClusterValidator rejects clusters that cannot work and changes that MySQL or
 // Kubernetes cannot carry out.
@@ -126,8 +129,9 @@ func (v *MySQLClusterValidator) ValidateUpdate(ctx context.Context, old, c *mysq
 	return nil, invalid("MySQLCluster", c.Name, errs)
 }
 
-// ValidateDelete implements admission.Validator; deletion is always allowed.
-func (*MySQLClusterValidator) ValidateDelete(context.Context, *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
+// ValidateDelete implements admission.Validator; deletion is always allowed, and audited.
+func (*MySQLClusterValidator) ValidateDelete(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (admission.Warnings, error) {
+	audit(ctx, "MySQLCluster", nil, c, nil)
 	return nil, nil
 }
 

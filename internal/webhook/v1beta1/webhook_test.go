@@ -208,7 +208,12 @@ func TestEveryDecisionIsAuditedWithItsUserAndTheFieldsItChanges(t *testing.T) {
 	_, err = (&MySQLBackupValidator{}).ValidateCreate(asUser(t, admissionv1.Create, "system:serviceaccount:ns:cron"), b)
 	require.NoError(t, err)
 
-	require.Len(t, *lines, 4, "one line per decision: %v", *lines)
+	_, err = v.ValidateDelete(asUser(t, admissionv1.Delete, "carol"), c)
+	require.NoError(t, err)
+	_, err = (&MySQLBackupValidator{}).ValidateDelete(asUser(t, admissionv1.Delete, "carol"), b)
+	require.NoError(t, err)
+
+	require.Len(t, *lines, 6, "one line per decision: %v", *lines)
 	decoded := make([]map[string]any, len(*lines))
 	for i, l := range *lines {
 		require.NoError(t, json.Unmarshal([]byte(l), &decoded[i]), l)
@@ -228,6 +233,12 @@ func TestEveryDecisionIsAuditedWithItsUserAndTheFieldsItChanges(t *testing.T) {
 	require.Contains(t, decoded[2]["reason"], "spec.instances")
 	require.Equal(t, "MySQLBackup", decoded[3]["kind"])
 	require.Equal(t, "system:serviceaccount:ns:cron", decoded[3]["user"])
+	for k, kind := range []string{"MySQLCluster", "MySQLBackup"} {
+		d := decoded[4+k]
+		require.Equal(t, map[string]any{"kind": kind, "allowed": true, "operation": "DELETE", "user": "carol"},
+			pick(d, "kind", "allowed", "operation", "user"))
+		require.NotContains(t, d, "changed")
+	}
 }
 
 func pick(m map[string]any, keys ...string) map[string]any {
