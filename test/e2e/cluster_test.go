@@ -2,8 +2,8 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/json"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
