@@ -12,6 +12,7 @@ import (
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/dolphin-operator/dolphin/test/ground"
@@ -95,6 +96,11 @@ func TestWebhookDefinitionsIncludeConversionForBothCRDs(t *testing.T) {
 		require.NotNil(t, w.TargetPort, "webhook %s", w.GenerateName)
 		require.Equal(t, 9443, w.TargetPort.IntValue(), "OLM's Service must target the manager's webhook port")
 		types[w.Type] = append(types[w.Type], w.GenerateName)
+		if w.Type == operatorsv1alpha1.ValidatingAdmissionWebhook && strings.Contains(w.GenerateName, "-delete-") {
+			// Deletions are audited only: never held up by an operator that does not answer.
+			require.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy, w.GenerateName)
+			require.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, w.Rules[0].Operations, w.GenerateName)
+		}
 		if w.Type == operatorsv1alpha1.ConversionWebhook {
 			require.ElementsMatch(t, []string{"mysqlclusters.mysql.dolphin-operator.io", "mysqlbackups.mysql.dolphin-operator.io"}, w.ConversionCRDs)
 			require.Equal(t, "/convert", *w.WebhookPath)
@@ -102,7 +108,7 @@ func TestWebhookDefinitionsIncludeConversionForBothCRDs(t *testing.T) {
 	}
 	require.Len(t, types[operatorsv1alpha1.ConversionWebhook], 1)
 	require.Len(t, types[operatorsv1alpha1.MutatingAdmissionWebhook], 2)
-	require.Len(t, types[operatorsv1alpha1.ValidatingAdmissionWebhook], 2)
+	require.Len(t, types[operatorsv1alpha1.ValidatingAdmissionWebhook], 4, "create/update and delete, per kind")
 }
 
 func TestInstallModesAllowOnlyAllNamespaces(t *testing.T) {
