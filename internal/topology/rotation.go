@@ -103,13 +103,12 @@ func inStep(in Input, p string) bool {
 func (m *Manager) retainPasswords(ctx context.Context, cl *cluster, t mysql.Instance, target string) error {
 	var others []mysql.PasswordChange
 	for _, account := range resources.RotatedAccounts {
-		pw := cl.nextPasswords[account]
-		if pw == "" {
+		if cl.nextPasswords[account] == "" {
 			return fmt.Errorf("the credentials Secret has no new password for %s", account)
 		}
-		if account != resources.AdminUser {
-			others = append(others, mysql.PasswordChange{User: account, Password: pw})
-		}
+	}
+	for _, account := range usersRotates() {
+		others = append(others, mysql.PasswordChange{User: account, Password: cl.nextPasswords[account]})
 	}
 	if err := t.RetainPasswords(ctx, []mysql.PasswordChange{{User: resources.AdminUser, Password: cl.nextPasswords[resources.AdminUser]}}); err != nil {
 		if errors.Is(err, mysql.ErrNoPasswordPrivilege) {
@@ -165,13 +164,7 @@ func (m *Manager) discardOldPasswords(ctx context.Context, cl *cluster, t mysql.
 		return err
 	}
 	defer users.Close()
-	var others []string
-	for _, account := range resources.RotatedAccounts {
-		if account != resources.AdminUser {
-			others = append(others, account)
-		}
-	}
-	if err := users.DiscardOldPasswords(ctx, others); err != nil {
+	if err := users.DiscardOldPasswords(ctx, usersRotates()); err != nil {
 		return err
 	}
 	if err := applied(ctx, cl, t, target, "the discard"); err != nil {
@@ -179,6 +172,18 @@ func (m *Manager) discardOldPasswords(ctx context.Context, cl *cluster, t mysql.
 	}
 	cl.passwordsDiscarded = cl.rotation.Ask
 	return m.recordPrimary(ctx, cl, cl.recordedPrimary())
+}
+
+// usersRotates are the rotated accounts whose passwords the users account changes: all
+// but the admin account, which changes its own (it has SYSTEM_USER).
+func usersRotates() []string {
+	var out []string
+	for _, account := range resources.RotatedAccounts {
+		if account != resources.AdminUser {
+			out = append(out, account)
+		}
+	}
+	return out
 }
 
 // applied waits (within ctx) until every replica has applied what primary t (instance
@@ -190,7 +195,7 @@ func applied(ctx context.Context, cl *cluster, t mysql.Instance, target, what st
 	}
 	for _, name := range cl.names {
 		if h := cl.handles[name]; name != target && h != nil {
-			if err := h.WaitForGTID(ctx, st.GTIDExecuted, time.Until(deadline(ctx))); err != nil {
+			if err := h.WaitForGTID(ctx, st.GTIDExecuted, CatchUpTimeout); err != nil {
 				return fmt.Errorf("%s has not applied %s yet: %w", name, what, err)
 			}
 		}
@@ -231,12 +236,6 @@ func receiving(ctx context.Context, p, replica mysql.Instance, name string, po m
 		case <-time.After(receivingPoll):
 		}
 	}
-}
-
-// deadline is ctx's deadline (actions always have one).
-func deadline(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
-	return d
 }
 
 // rotationNote is what each rotation action's Event says it did.
