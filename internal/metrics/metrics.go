@@ -6,6 +6,7 @@
 package metrics
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -193,49 +194,62 @@ type Instance struct {
 // read or is no replica, and every series of an instance no longer read goes.
 func SetTopology(c *mysqlv1beta1.MySQLCluster, instances []Instance, failoverBlocked bool) {
 	key := c.Namespace + "/" + c.Name
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	last, ok := seen[key]
+	if ok && last.failoverBlocked == failoverBlocked && slices.Equal(last.instances, instances) {
+		// What the series already say: with hundreds of clusters, setting them again on
+		// every pass cost a twentieth of the operator's CPU.
+		return
+	}
 	now := map[string]bool{}
 	for _, i := range instances {
 		now[i.Name] = true
-		l := prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelInstance: i.Name}
-		InstanceUp.With(l).Set(bit(i.Up))
-		InstancePrimary.With(l).Set(bit(i.Primary))
-		InstanceFenced.With(l).Set(bit(i.Fenced))
+		ns, cl, in := c.Namespace, c.Name, i.Name
+		InstanceUp.WithLabelValues(ns, cl, in).Set(bit(i.Up))
+		InstancePrimary.WithLabelValues(ns, cl, in).Set(bit(i.Primary))
+		InstanceFenced.WithLabelValues(ns, cl, in).Set(bit(i.Fenced))
 		if i.Up {
-			SemiSyncOn.With(l).Set(bit(i.SemiSync))
+			SemiSyncOn.WithLabelValues(ns, cl, in).Set(bit(i.SemiSync))
 		} else {
-			SemiSyncOn.Delete(l)
+			SemiSyncOn.DeleteLabelValues(ns, cl, in)
 		}
 		replica := map[*prometheus.GaugeVec]float64{ReplicationIORunning: bit(i.IORunning),
 			ReplicationSQLRunning: bit(i.SQLRunning), ReplicationLag: float64(i.Lag), ErrantTransactions: float64(i.Errant)}
 		for v, value := range replica {
 			if i.Up && i.Replica {
-				v.With(l).Set(value)
+				v.WithLabelValues(ns, cl, in).Set(value)
 			} else {
-				v.Delete(l)
+				v.DeleteLabelValues(ns, cl, in)
 			}
 		}
 	}
-	seenMu.Lock()
-	for name := range seen[key] {
-		if !now[name] {
-			forgetInstance(c, name)
+	for _, i := range last.instances {
+		if !now[i.Name] {
+			forgetInstance(c, i.Name)
 		}
 	}
-	seen[key] = now
-	seenMu.Unlock()
-	FailoverBlocked.With(Cluster(c)).Set(bit(failoverBlocked))
+	seen[key] = topologySeen{instances: slices.Clone(instances), failoverBlocked: failoverBlocked}
+	FailoverBlocked.WithLabelValues(c.Namespace, c.Name).Set(bit(failoverBlocked))
 	// Both kinds exist from the first pass, at 0: increase() and rate() then count the
 	// first change too (a counter that appears at 1 shows no increase).
 	for _, kind := range []string{KindFailover, KindSwitchover} {
-		PrimaryChanges.With(prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelKind: kind}).Add(0)
+		PrimaryChanges.WithLabelValues(c.Namespace, c.Name, kind).Add(0)
 	}
 }
 
-// seen is the instances each cluster's last topology pass set series for.
+// seen is what each cluster's last topology pass set series from (SetTopology): its
+// instances, which go when a later pass no longer reads them, and whether its failover
+// was blocked.
 var (
 	seenMu sync.Mutex
-	seen   = map[string]map[string]bool{}
+	seen   = map[string]topologySeen{}
 )
+
+type topologySeen struct {
+	instances       []Instance
+	failoverBlocked bool
+}
 
 func forgetInstance(c *mysqlv1beta1.MySQLCluster, name string) {
 	l := prometheus.Labels{LabelNamespace: c.Namespace, LabelCluster: c.Name, LabelInstance: name}

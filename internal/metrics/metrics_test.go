@@ -32,6 +32,22 @@ func TestTopologySeriesFollowTheInstancesAndGoWithTheCluster(t *testing.T) {
 	require.Equal(t, 2.0, testutil.ToFloat64(ErrantTransactions.With(instance("db-2"))))
 	require.Equal(t, 2, testutil.CollectAndCount(ReplicationSQLRunning), "replicas only")
 
+	// The same pass again, then one that changes a replica's lag alone.
+	same := []Instance{
+		{Name: "db-0", Up: true, Primary: true, SemiSync: true},
+		{Name: "db-1", Up: true, Replica: true, IORunning: true, SQLRunning: true, Lag: 3, SemiSync: true},
+		{Name: "db-2", Up: true, Replica: true, IORunning: false, SQLRunning: true, Errant: 2},
+	}
+	SetTopology(c, same, false)
+	require.Equal(t, 3.0, testutil.ToFloat64(ReplicationLag.With(instance("db-1"))))
+	require.Equal(t, 3, testutil.CollectAndCount(InstanceUp))
+	same[1].Lag = 7
+	SetTopology(c, same, false)
+	require.Equal(t, 7.0, testutil.ToFloat64(ReplicationLag.With(instance("db-1"))), "a change of one value is set")
+	same[1].Lag = 3
+	SetTopology(c, same, false)
+	require.Equal(t, 3.0, testutil.ToFloat64(ReplicationLag.With(instance("db-1"))), "the caller's slice is copied, not kept")
+
 	// db-2 unreachable, db-1 gone (scaled down), the failover blocked.
 	SetTopology(c, []Instance{{Name: "db-0", Up: true, Primary: true}, {Name: "db-2", Replica: true}}, true)
 	require.Equal(t, 0.0, testutil.ToFloat64(InstanceUp.With(instance("db-2"))))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -59,14 +58,10 @@ func (m *Manager) config(cl *cluster, name string) (mysql.Config, error) {
 	// longest statement of a pass (a promotion's catch-up wait).
 	cfg := mysql.Config{Addr: addr, User: resources.AdminUser, Password: cl.adminPassword, Timeout: DialTimeout,
 		IOTimeout: CatchUpTimeout + 5*time.Second}
-	if cl.tlsCA != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(cl.tlsCA) {
-			return mysql.Config{}, gatherError("the TLS Secret's CA does not parse")
-		}
+	if cl.tls != nil {
 		// The certificate names the instance by its DNS name (a wildcard under the headless
 		// Service), whatever address it is dialled at.
-		cfg.TLS = &tls.Config{RootCAs: pool, ServerName: AddressDNS.Host(cl.obj, pod), MinVersion: tls.VersionTLS12}
+		cfg.TLS = &tls.Config{RootCAs: cl.tls.pool, ServerName: AddressDNS.Host(cl.obj, pod), MinVersion: tls.VersionTLS12}
 	}
 	return cfg, nil
 }
@@ -87,7 +82,11 @@ func (m *Manager) connect(cl *cluster, name string) (mysql.Instance, error) {
 	// One pooled connection an instance, named by the address and credentials it was opened
 	// with: a pod that moved (new IP) or a rotated password opens a new one.
 	key := clusterKey(cl.obj) + name
-	id := fmt.Sprintf("%s|%x", cfg.Addr, sha256.Sum256([]byte(cl.adminPassword+"|"+string(cl.tlsCA))))
+	var ca [sha256.Size]byte
+	if cl.tls != nil {
+		ca = cl.tls.digest
+	}
+	id := fmt.Sprintf("%s|%x|%x", cfg.Addr, sha256.Sum256([]byte(cl.adminPassword)), ca)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p, ok := m.conns[key]; ok && p.id == id {
@@ -399,7 +398,7 @@ func (m *Manager) checkTLS(cl *cluster, inst *Instance, st *mysql.Status) {
 	if st.Replica != nil {
 		inst.ChannelOutdated = !st.Replica.TLSAs(m.replicaOptions(cl, ""))
 	}
-	if cl.tlsNotAfter.IsZero() || st.TLSNotAfter.IsZero() || st.TLSNotAfter.Equal(cl.tlsNotAfter) {
+	if cl.tls == nil || st.TLSNotAfter.IsZero() || st.TLSNotAfter.Equal(cl.tls.notAfter) {
 		return
 	}
 	m.mu.Lock()

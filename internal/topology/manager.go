@@ -24,7 +24,6 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/metrics"
 	"github.com/dolphin-operator/dolphin/internal/mysql"
-	"github.com/dolphin-operator/dolphin/internal/pki"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -113,6 +112,8 @@ type Manager struct {
 	// tlsReloads is the last certificate reload asked of an instance, by cluster key +
 	// instance.
 	tlsReloads map[string]tlsReload
+	// tls is each cluster's TLS Secret as last parsed, by cluster key.
+	tls map[string]*tlsMaterial
 	// settingsTries is the last setting of an instance's online settings, by cluster key +
 	// instance.
 	settingsTries map[string]settingsTry
@@ -326,6 +327,7 @@ func (m *Manager) forgetLocked(c *mysqlv1beta1.MySQLCluster) error {
 	}
 	delete(m.announced, prefix)
 	delete(m.logged, prefix)
+	delete(m.tls, prefix)
 	for k, run := range m.clones {
 		if strings.HasPrefix(k, prefix) {
 			run.cancel()
@@ -367,11 +369,10 @@ type cluster struct {
 	rotation                              resources.Rotation
 	nextPasswords                         map[string]string
 	passwordsRetained, passwordsDiscarded string
-	// tlsCA verifies the instances' certificates; nil when the cluster has TLS off.
-	tlsCA []byte
-	// tlsNotAfter is the expiry of the TLS Secret's certificate: an instance serving one
-	// that expires otherwise has not loaded it yet. Zero with TLS off.
-	tlsNotAfter time.Time
+	// tls verifies the instances' certificates (tlsmaterial.go); nil when the cluster
+	// has TLS off. Its notAfter is the TLS Secret's certificate's expiry: an instance
+	// serving one that expires otherwise has not loaded it yet.
+	tls *tlsMaterial
 
 	timingsMu sync.Mutex
 	took      []string // each action carried out and how long it took, in the order they ended
@@ -436,14 +437,15 @@ func (m *Manager) load(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (*clus
 		if err := m.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.TLSSecretName(c)}, tlsSecret); err != nil {
 			return nil, fmt.Errorf("while reading the TLS Secret: %w", err)
 		}
-		if cl.tlsCA = tlsSecret.Data[resources.KeyCACert]; len(cl.tlsCA) == 0 {
+		ca := tlsSecret.Data[resources.KeyCACert]
+		if len(ca) == 0 {
 			return nil, fmt.Errorf("TLS Secret %s has no %s to verify the instances with", tlsSecret.Name, resources.KeyCACert)
 		}
-		cert, err := pki.ParseCertificate(tlsSecret.Data[corev1.TLSCertKey])
+		t, err := m.tlsMaterial(clusterKey(c), tlsSecret.Name, ca, tlsSecret.Data[corev1.TLSCertKey])
 		if err != nil {
-			return nil, fmt.Errorf("TLS Secret %s: %s: %w", tlsSecret.Name, corev1.TLSCertKey, err)
+			return nil, err
 		}
-		cl.tlsNotAfter = cert.NotAfter
+		cl.tls = t
 	}
 	lease := &coordinationv1.Lease{}
 	err := m.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.PrimaryLeaseName(c)}, lease)
