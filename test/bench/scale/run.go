@@ -91,8 +91,9 @@ func per5mF(v, window float64) float64 {
 // keepAudit, when set, is where each run's audit log is copied (a file a run, suffixed).
 var keepAudit = os.Getenv("BENCH_SCALE_KEEP_AUDIT")
 
-// profileDir, when set, receives a 30 s CPU profile from the start of each steady window
-// and a heap profile from its end (both operators serve Go's pprof on pprofAddr).
+// profileDir, when set, receives a 60 s CPU profile from the first create (convergence),
+// a 30 s one from the start of each steady window and a heap profile from its end (both
+// operators serve Go's pprof on pprofAddr).
 var profileDir = os.Getenv("BENCH_SCALE_PROFILE")
 
 func profile(ctx context.Context, c config, what, name string) {
@@ -106,7 +107,11 @@ func profile(ctx context.Context, c config, what, name string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	_ = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s.pprof", c.op.name, c.n, name)), b, 0o600)
+	dbs := "refused"
+	if c.silent {
+		dbs = "silent"
+	}
+	_ = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s-%s.pprof", c.op.name, c.n, dbs, name)), b, 0o600)
 }
 
 // run measures one (operator, N, variant) on a fresh control plane.
@@ -169,6 +174,9 @@ func measure(ctx context.Context, c config, cl *localcluster.Cluster, proc *loca
 		return res, err
 	}
 	first := time.Now()
+	if profileDir != "" {
+		go profile(ctx, c, "profile?seconds=60", "converge-cpu")
+	}
 	if err := create(ctx, c, dyn, w, 0, c.n); err != nil {
 		return res, err
 	}
