@@ -97,7 +97,8 @@ var keepAudit = os.Getenv("BENCH_SCALE_KEEP_AUDIT")
 var profileDir = os.Getenv("BENCH_SCALE_PROFILE")
 
 func profile(ctx context.Context, c config, what, name string) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	// Longer than the longest profile asked for (60 s) and its transfer.
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pprofAddr+"/debug/pprof/"+what, nil)
 	resp, err := http.DefaultClient.Do(req)
