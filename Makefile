@@ -260,16 +260,17 @@ bench-reconcile: envtest-tools ## Measure settled reconcile passes against a rea
 BENCH_PASSES ?= 200
 
 .PHONY: bench-scale
-bench-scale: envtest-tools kube-controller-manager kube-scheduler kwok moco build ## Measure Dolphin and moco looking after many clusters on a kwok control plane: convergence, memory, CPU, API requests, dials (BENCH_SCALE_N, BENCH_SCALE_OPS, BENCH_SCALE_DBS, BENCH_SCALE_STEADY).
+bench-scale: envtest-tools kube-controller-manager kube-scheduler kwok moco build ## Measure Dolphin and moco looking after many clusters on a kwok control plane: convergence, memory, CPU, API requests, dials (BENCH_SCALE_N, BENCH_SCALE_OPS, BENCH_SCALE_DBS, BENCH_SCALE_STEADY, BENCH_SCALE_REPEAT).
 	go build -o $(LOCALBIN)/bench-scale ./test/bench/scale
 	$(LOCALBIN)/bench-scale --n "$(BENCH_SCALE_N)" --ops "$(BENCH_SCALE_OPS)" --dbs $(BENCH_SCALE_DBS) \
 	  --steady $(BENCH_SCALE_STEADY) --root $(CURDIR) --dolphin $(LOCALBIN)/manager --moco $(LOCALBIN)/moco-controller \
-	  --moco-module "$$(go list -C $(TOOLS)/moco -m -f '{{.Dir}}' github.com/cybozu-go/moco)" --bin-dir $(LOCALBIN)
+	  --repeat $(BENCH_SCALE_REPEAT) --moco-module "$$(go list -C $(TOOLS)/moco -m -f '{{.Dir}}' github.com/cybozu-go/moco)" --bin-dir $(LOCALBIN)
 
 BENCH_SCALE_N ?= 100 500 1000
 BENCH_SCALE_OPS ?= dolphin moco moco-qps500
 BENCH_SCALE_DBS ?= both
 BENCH_SCALE_STEADY ?= 300s
+BENCH_SCALE_REPEAT ?= 1
 
 ##@ Build
 

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,7 @@ func main() {
 		mocoBin     = flag.String("moco", "bin/moco-controller", "moco's controller")
 		mocoDir     = flag.String("moco-module", "", "moco's module folder (its config/)")
 		binDir      = flag.String("bin-dir", "bin", "the control plane's binaries")
+		repeat      = flag.Int("repeat", 1, "runs of each (operator, N, variant), the operators taking turns; the ratio table compares medians")
 	)
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,31 +66,47 @@ func main() {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 	}
+	if *repeat < 1 {
+		fail(fmt.Errorf("--repeat: %d is not a positive count", *repeat))
+	}
 	var results []row
 	for _, nStr := range fields(*ns) {
 		n, err := strconv.Atoi(nStr)
 		if err != nil || n < 1 {
 			fail(fmt.Errorf("--n: %q is not a positive count", nStr))
 		}
-		for _, name := range fields(*ops) {
-			op, err := pick(name, *root, *dolphinBin, *mocoBin, *mocoDir)
-			if err != nil {
-				fail(err)
-			}
-			for _, variant := range variants(*dbs) {
-				c := config{op: op, n: n, silent: variant == "silent", rate: *rate, namespaces: *namespaces,
-					settle: *settle, steady: *steadyWin, converge: *convergeMax, binDir: *binDir, log: logf}
-				logf("run: %s n=%d dbs=%s", name, n, variant)
-				res, err := run(ctx, c)
-				if err != nil {
-					fail(fmt.Errorf("%s n=%d dbs=%s: %w", name, n, variant, err))
-				}
-				fmt.Println(res.line(c))
-				results = append(results, row{op: name, n: n, dbs: variant, r: res})
-			}
+		// The operators take turns, so that a drift of the machine's pace over the runs
+		// reaches each of them alike.
+		for range *repeat {
+			results = append(results, runAll(ctx, config{n: n, rate: *rate, namespaces: *namespaces, settle: *settle,
+				steady: *steadyWin, converge: *convergeMax, binDir: *binDir, log: logf},
+				fields(*ops), *dbs, func(name string) (operator, error) { return pick(name, *root, *dolphinBin, *mocoBin, *mocoDir) })...)
 		}
 	}
 	fmt.Print(ratios(results))
+}
+
+// runAll runs each operator once for each variant of base's N and prints each line.
+func runAll(ctx context.Context, base config, ops []string, dbs string, pickOp func(string) (operator, error)) []row {
+	var out []row
+	for _, name := range ops {
+		op, err := pickOp(name)
+		if err != nil {
+			fail(err)
+		}
+		for _, variant := range variants(dbs) {
+			c := base
+			c.op, c.silent = op, variant == "silent"
+			c.log("run: %s n=%d dbs=%s", name, c.n, variant)
+			res, err := run(ctx, c)
+			if err != nil {
+				fail(fmt.Errorf("%s n=%d dbs=%s: %w", name, c.n, variant, err))
+			}
+			fmt.Println(res.line(c))
+			out = append(out, row{op: name, n: c.n, dbs: variant, r: res})
+		}
+	}
+	return out
 }
 
 func pick(name, root, dolphinBin, mocoBin, mocoDir string) (operator, error) {
@@ -142,40 +160,70 @@ type row struct {
 }
 
 // ratios is a table of Dolphin's figures over moco's (defaults) for each N and variant
-// both ran: below 1 means Dolphin needed less.
+// both ran, each figure the median of its runs: below 1 means Dolphin needed less.
 func ratios(rows []row) string {
 	var b strings.Builder
-	find := func(op string, n int, dbs string) *result {
-		for i := range rows {
-			if rows[i].op == op && rows[i].n == n && rows[i].dbs == dbs {
-				return &rows[i].r
-			}
-		}
-		return nil
-	}
 	header := false
+	done := map[string]bool{}
 	for _, d := range rows {
-		if d.op != "dolphin" {
+		key := fmt.Sprintf("%d/%s", d.n, d.dbs)
+		if d.op != "dolphin" || done[key] {
 			continue
 		}
-		m := find("moco", d.n, d.dbs)
-		if m == nil {
+		done[key] = true
+		m, runs := medians(rows, "moco", d.n, d.dbs)
+		if runs == 0 {
 			continue
 		}
+		dm, dRuns := medians(rows, "dolphin", d.n, d.dbs)
 		if !header {
-			fmt.Fprintf(&b, "\n%-6s %-8s %10s %10s %10s %10s %10s %10s %10s\n", "n", "dbs",
+			fmt.Fprintf(&b, "\n%-6s %-8s %5s %10s %10s %10s %10s %10s %10s %10s\n", "n", "dbs", "runs",
 				"converge", "p95", "peak_rss", "cpu_steady", "reads", "writes", "dials")
 			header = true
 		}
-		fmt.Fprintf(&b, "%-6d %-8s %10s %10s %10s %10s %10s %10s %10s\n", d.n, d.dbs,
-			ratio(d.r.convergeS, m.convergeS), ratio(d.r.p95, m.p95), ratio(d.r.peakMB, m.peakMB),
-			ratio(d.r.cpuSteady, m.cpuSteady), ratio(float64(d.r.reads), float64(m.reads)),
-			ratio(float64(d.r.writes), float64(m.writes)), ratio(float64(d.r.dials), float64(m.dials)))
+		fmt.Fprintf(&b, "%-6d %-8s %5s %10s %10s %10s %10s %10s %10s %10s\n", d.n, d.dbs, fmt.Sprintf("%d/%d", dRuns, runs),
+			ratio(dm.convergeS, m.convergeS), ratio(dm.p95, m.p95), ratio(dm.peakMB, m.peakMB),
+			ratio(dm.cpuSteady, m.cpuSteady), ratio(float64(dm.reads), float64(m.reads)),
+			ratio(float64(dm.writes), float64(m.writes)), ratio(float64(dm.dials), float64(m.dials)))
 	}
 	if header {
-		b.WriteString("(Dolphin / moco with its defaults; below 1: Dolphin needed less)\n")
+		b.WriteString("(Dolphin / moco with its defaults, medians of each one's runs; below 1: Dolphin needed less)\n")
 	}
 	return b.String()
+}
+
+// medians is, of the op's runs at n and dbs, the median of each figure the ratio table
+// compares, and how many runs there were.
+func medians(rows []row, op string, n int, dbs string) (result, int) {
+	var rs []result
+	for _, r := range rows {
+		if r.op == op && r.n == n && r.dbs == dbs {
+			rs = append(rs, r.r)
+		}
+	}
+	med := func(f func(result) float64) float64 {
+		if len(rs) == 0 {
+			return 0
+		}
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return result{
+		convergeS: med(func(r result) float64 { return r.convergeS }),
+		p95:       med(func(r result) float64 { return r.p95 }),
+		peakMB:    med(func(r result) float64 { return r.peakMB }),
+		cpuSteady: med(func(r result) float64 { return r.cpuSteady }),
+		reads:     int(med(func(r result) float64 { return float64(r.reads) })),
+		writes:    int(med(func(r result) float64 { return float64(r.writes) })),
+		dials:     int64(med(func(r result) float64 { return float64(r.dials) })),
+	}, len(rs)
 }
 
 func ratio(a, b float64) string {

@@ -66,3 +66,26 @@ func TestTheHarnessMeasuresBothOperators(t *testing.T) {
 		})
 	}
 }
+
+// The ratio table compares medians: with three runs each, one slow run of either operator
+// does not decide the figure.
+func TestTheRatioTableComparesMedians(t *testing.T) {
+	run := func(op string, converge float64, reads int) row {
+		return row{op: op, n: 1000, dbs: "refused", r: result{convergeS: converge, p95: converge, peakMB: 100,
+			cpuSteady: 10, reads: reads, writes: 150, dials: 1000}}
+	}
+	rows := []row{
+		run("dolphin", 400, 0), run("moco", 250, 6000), // one slow Dolphin run, the first
+		run("dolphin", 240, 0), run("moco", 240, 6100),
+		run("dolphin", 230, 0), run("moco", 260, 5900),
+		run("moco-qps500", 100, 10000),
+	}
+	table := ratios(rows)
+	want := fmt.Sprintf("%-6d %-8s %5s %10s", 1000, "refused", "3/3", "0.96") // 240 over 250
+	if !strings.Contains(table, want) {
+		t.Fatalf("want a row starting %q in:\n%s", want, table)
+	}
+	if !strings.Contains(table, "0.00") || strings.Count(table, "\n1000 ") != 1 {
+		t.Fatalf("one row, reads 0 over moco's median:\n%s", table)
+	}
+}
