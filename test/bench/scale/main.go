@@ -69,6 +69,16 @@ func main() {
 	if *repeat < 1 {
 		fail(fmt.Errorf("--repeat: %d is not a positive count", *repeat))
 	}
+	// Every operator is resolved before the first run: a misspelt one fails at once, not
+	// an hour into the matrix.
+	var operators []operator
+	for _, name := range fields(*ops) {
+		op, err := pick(name, *root, *dolphinBin, *mocoBin, *mocoDir)
+		if err != nil {
+			fail(err)
+		}
+		operators = append(operators, op)
+	}
 	var results []row
 	for _, nStr := range fields(*ns) {
 		n, err := strconv.Atoi(nStr)
@@ -79,31 +89,26 @@ func main() {
 		// reaches each of them alike.
 		for range *repeat {
 			results = append(results, runAll(ctx, config{n: n, rate: *rate, namespaces: *namespaces, settle: *settle,
-				steady: *steadyWin, converge: *convergeMax, binDir: *binDir, log: logf},
-				fields(*ops), *dbs, func(name string) (operator, error) { return pick(name, *root, *dolphinBin, *mocoBin, *mocoDir) })...)
+				steady: *steadyWin, converge: *convergeMax, binDir: *binDir, log: logf}, operators, *dbs)...)
 		}
 	}
 	fmt.Print(ratios(results))
 }
 
 // runAll runs each operator once for each variant of base's N and prints each line.
-func runAll(ctx context.Context, base config, ops []string, dbs string, pickOp func(string) (operator, error)) []row {
+func runAll(ctx context.Context, base config, ops []operator, dbs string) []row {
 	var out []row
-	for _, name := range ops {
-		op, err := pickOp(name)
-		if err != nil {
-			fail(err)
-		}
+	for _, op := range ops {
 		for _, variant := range variants(dbs) {
 			c := base
 			c.op, c.silent = op, variant == "silent"
-			c.log("run: %s n=%d dbs=%s", name, c.n, variant)
+			c.log("run: %s n=%d dbs=%s", op.name, c.n, variant)
 			res, err := run(ctx, c)
 			if err != nil {
-				fail(fmt.Errorf("%s n=%d dbs=%s: %w", name, c.n, variant, err))
+				fail(fmt.Errorf("%s n=%d dbs=%s: %w", op.name, c.n, variant, err))
 			}
 			fmt.Println(res.line(c))
-			out = append(out, row{op: name, n: c.n, dbs: variant, r: res})
+			out = append(out, row{op: op.name, n: c.n, dbs: variant, r: res})
 		}
 	}
 	return out

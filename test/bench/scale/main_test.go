@@ -70,15 +70,15 @@ func TestTheHarnessMeasuresBothOperators(t *testing.T) {
 // The ratio table compares medians: with three runs each, one slow run of either operator
 // does not decide the figure.
 func TestTheRatioTableComparesMedians(t *testing.T) {
-	run := func(op string, converge float64, reads int) row {
+	runOf := func(op string, converge float64, reads int) row {
 		return row{op: op, n: 1000, dbs: "refused", r: result{convergeS: converge, p95: converge, peakMB: 100,
 			cpuSteady: 10, reads: reads, writes: 150, dials: 1000}}
 	}
 	rows := []row{
-		run("dolphin", 400, 0), run("moco", 250, 6000), // one slow Dolphin run, the first
-		run("dolphin", 240, 0), run("moco", 240, 6100),
-		run("dolphin", 230, 0), run("moco", 260, 5900),
-		run("moco-qps500", 100, 10000),
+		runOf("dolphin", 400, 0), runOf("moco", 250, 6000), // one slow Dolphin run, the first
+		runOf("dolphin", 240, 0), runOf("moco", 240, 6100),
+		runOf("dolphin", 230, 0), runOf("moco", 260, 5900),
+		runOf("moco-qps500", 100, 10000),
 	}
 	table := ratios(rows)
 	want := fmt.Sprintf("%-6d %-8s %5s %10s", 1000, "refused", "3/3", "0.96") // 240 over 250

@@ -63,16 +63,20 @@ type result struct {
 	passes, passMax float64
 }
 
-func (r result) line(c config) string {
-	variant := "refused"
+// variant is how the run's databases fail: refused or silent.
+func (c config) variant() string {
 	if c.silent {
-		variant = "silent"
+		return "silent"
 	}
+	return "refused"
+}
+
+func (r result) line(c config) string {
 	return fmt.Sprintf("scale op=%s n=%d dbs=%s converged=%d converge_s=%.1f p50_s=%.2f p95_s=%.2f max_s=%.2f new_s=%.2f "+
 		"peak_rss_mb=%.0f peak_rss_steady_mb=%.0f cpu_s_conv=%.1f cpu_s_steady=%.1f steady_s=%.0f "+
 		"reads_5m=%d writes_5m=%d discovery_5m=%d rest_gets_5m=%.0f rest_writes_5m=%.0f dials_5m=%d "+
 		"reconciles_5m=%.0f queue_depth_max=%.0f passes_5m=%.0f pass_max_s=%g",
-		c.op.name, c.n, variant, r.converged, r.convergeS, r.p50, r.p95, r.maxS, r.newS,
+		c.op.name, c.n, c.variant(), r.converged, r.convergeS, r.p50, r.p95, r.maxS, r.newS,
 		r.peakConvMB, r.peakMB, r.cpuConv, r.cpuSteady, r.steadyS,
 		per5m(float64(r.reads), r.steadyS), per5m(float64(r.writes), r.steadyS), per5m(float64(r.disco), r.steadyS),
 		per5mF(r.restGets, r.steadyS), per5mF(r.restWrites, r.steadyS), int64(per5mF(float64(r.dials), r.steadyS)),
@@ -108,11 +112,7 @@ func profile(ctx context.Context, c config, what, name string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	dbs := "refused"
-	if c.silent {
-		dbs = "silent"
-	}
-	_ = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s-%s.pprof", c.op.name, c.n, dbs, name)), b, 0o600)
+	_ = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("%s-%d-%s-%s.pprof", c.op.name, c.n, c.variant(), name)), b, 0o600)
 }
 
 // run measures one (operator, N, variant) on a fresh control plane.
