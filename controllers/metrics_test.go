@@ -88,7 +88,7 @@ func TestAFailedVerificationIsCountedUntilOneSucceeds(t *testing.T) {
 func TestPasswordMetricsFollowTheSecrets(t *testing.T) {
 	c := testCluster()
 	c.Name = "pw-db"
-	c.Finalizers = []string{Finalizer}
+	c.Finalizers = []string{mysqlv1beta1.ClusterFinalizer}
 	c.Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop"}
 	made, rotated := at("2026-11-01T08:00:00Z"), at("2026-12-01T09:30:00Z")
 	credentials := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: resources.CredentialsSecretName(c),

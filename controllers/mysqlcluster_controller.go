@@ -32,10 +32,6 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/topology"
 )
 
-// Finalizer lets the operator finish its pre-delete work (keeping retained data, telling
-// the topology manager) before a cluster disappears.
-const Finalizer = "mysql.dolphin-operator.io/finalizer"
-
 // MySQLClusterReconciler turns a MySQLCluster into running Kubernetes objects and reports
 // what it sees. The order of its steps is in docs/design/reconcile.md.
 type MySQLClusterReconciler struct {
@@ -90,9 +86,9 @@ func (r *MySQLClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !c.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, c)
 	}
-	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+	if !controllerutil.ContainsFinalizer(c, mysqlv1beta1.ClusterFinalizer) {
 		patch := client.MergeFrom(c.DeepCopy())
-		controllerutil.AddFinalizer(c, Finalizer)
+		controllerutil.AddFinalizer(c, mysqlv1beta1.ClusterFinalizer)
 		if err := r.Patch(ctx, c, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("while adding the finalizer: %w", err)
 		}

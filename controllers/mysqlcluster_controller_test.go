@@ -87,7 +87,7 @@ func (failingTopology) Forget(context.Context, *mysqlv1beta1.MySQLCluster) error
 func TestDeletionGoesOnWhenPreDeleteWorkFails(t *testing.T) {
 	now := metav1.Now()
 	c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns",
-		Finalizers: []string{Finalizer}, DeletionTimestamp: &now},
+		Finalizers: []string{mysqlv1beta1.ClusterFinalizer}, DeletionTimestamp: &now},
 		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(1)), DeletionPolicy: mysqlv1beta1.DeletionPolicyDelete}}
 	r, rec := fakeReconciler(t, c)
 	r.Topology = failingTopology{}
@@ -113,7 +113,7 @@ func TestDeletionGoesOnWhenPreDeleteWorkFails(t *testing.T) {
 // blanking currentPrimary and turning Ready False until that first pass.
 func TestANewProcessKeepsTheLastKnownTopologyUntilItsFirstPass(t *testing.T) {
 	c := testCluster()
-	c.Finalizers = []string{Finalizer}
+	c.Finalizers = []string{mysqlv1beta1.ClusterFinalizer}
 	c.Status = mysqlv1beta1.MySQLClusterStatus{CurrentPrimary: "db-1", Phase: mysqlv1beta1.PhaseReady,
 		Conditions: []metav1.Condition{
 			{Type: mysqlv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: mysqlv1beta1.ReasonAllInstancesReady,

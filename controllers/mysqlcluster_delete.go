@@ -28,7 +28,7 @@ const claimFenceRecheck = time.Second
 // finalize keeps what the deletion policy retains, tells the topology manager, and lets
 // the cluster go. Children it owns are removed by the garbage collector afterwards.
 func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.MySQLCluster) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+	if !controllerutil.ContainsFinalizer(c, mysqlv1beta1.ClusterFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	log := logf.FromContext(ctx)
@@ -53,7 +53,7 @@ func (r *MySQLClusterReconciler) finalize(ctx context.Context, c *mysqlv1beta1.M
 			"Pre-delete work failed, deleting anyway: %v", err)
 	}
 	patch := client.MergeFrom(c.DeepCopy())
-	controllerutil.RemoveFinalizer(c, Finalizer)
+	controllerutil.RemoveFinalizer(c, mysqlv1beta1.ClusterFinalizer)
 	if err := r.Patch(ctx, c, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("while removing the finalizer: %w", err))
 	}

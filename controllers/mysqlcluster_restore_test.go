@@ -271,7 +271,7 @@ func TestAClusterDeletedBeforeItsRestoreEndedTakesTheClaimWithIt(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			c := restoringCluster()
 			now := metav1.Now()
-			c.Finalizers, c.DeletionTimestamp, c.Spec.DeletionPolicy = []string{Finalizer}, &now, policy
+			c.Finalizers, c.DeletionTimestamp, c.Spec.DeletionPolicy = []string{mysqlv1beta1.ClusterFinalizer}, &now, policy
 			r, _ := fakeReconciler(t, c, resources.FirstDataClaim(c))
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 			require.NoError(t, err)

@@ -7,6 +7,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// ClusterFinalizer lets the operator finish its pre-delete work (keeping retained data,
+// telling the topology manager) before a cluster disappears. The defaulting webhook sets it
+// on a cluster's create, and the reconciler on its first pass when the webhook did not.
+const ClusterFinalizer = "mysql.dolphin-operator.io/finalizer"
+
 // MySQLClusterSpec is the desired state of a MySQL cluster: one primary and
 // instances-1 replicas.
 // +kubebuilder:validation:XValidation:rule="!has(self.primary) || self.primary.matches('^.+-[0-9]+$')",message="primary must name an instance (<cluster>-<ordinal>)"

@@ -103,7 +103,7 @@ func TestClusterControllerAgainstARealAPIServer(t *testing.T) {
 		require.NotEmpty(t, sts.Spec.Template.Annotations[resources.AnnotationConfigHash])
 		got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
 		require.NoError(t, err)
-		require.Contains(t, got.Finalizers, controllers.Finalizer, "the reconciler adds its finalizer itself")
+		require.Contains(t, got.Finalizers, mysqlv1beta1.ClusterFinalizer, "the reconciler adds its finalizer itself")
 		eventually(t, "a status for the current generation", func() error {
 			got, err := get(ctx, c, ns, "db", &mysqlv1beta1.MySQLCluster{})
 			if err != nil {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -29,13 +31,19 @@ func SetupMySQLClusterWebhookWithManager(mgr ctrl.Manager, images resources.Imag
 // +kubebuilder:webhook:path=/mutate-mysql-dolphin-operator-io-v1beta1-mysqlcluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=mysql.dolphin-operator.io,resources=mysqlclusters,verbs=create;update,versions=v1beta1,name=mmysqlcluster-v1beta1.mysql.dolphin-operator.io,admissionReviewVersions=v1
 
 // MySQLClusterDefaulter fills defaults with MySQLCluster.Default, the same code the
-// reconciler runs.
+// reconciler runs, and gives a cluster being created the operator's finalizer, so that its
+// first reconcile need not write the cluster before it makes the children.
 type MySQLClusterDefaulter struct{}
 
 // Default implements admission.Defaulter.
 func (*MySQLClusterDefaulter) Default(ctx context.Context, c *mysqlv1beta1.MySQLCluster) error {
 	if set := c.Default(); len(set) > 0 {
 		logf.FromContext(ctx).V(1).Info("Defaulted MySQLCluster", "name", c.Name, "fields", set)
+	}
+	// On create only: an update must not put back a finalizer someone removed (on a cluster
+	// being deleted the API server would refuse the update).
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
+		controllerutil.AddFinalizer(c, mysqlv1beta1.ClusterFinalizer)
 	}
 	return nil
 }

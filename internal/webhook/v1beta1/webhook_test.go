@@ -250,3 +250,23 @@ func pick(m map[string]any, keys ...string) map[string]any {
 	}
 	return out
 }
+
+func TestTheDefaulterGivesOnlyANewClusterTheFinalizer(t *testing.T) {
+	admit := func(op admissionv1.Operation, finalizers ...string) []string {
+		c := &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", Finalizers: finalizers}}
+		ctx := t.Context()
+		if op != "" {
+			ctx = admission.NewContextWithRequest(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op}})
+		}
+		require.NoError(t, (&MySQLClusterDefaulter{}).Default(ctx, c))
+		require.NotEmpty(t, c.Spec.MySQL.Version, "the spec is defaulted whatever the operation")
+		return c.Finalizers
+	}
+	require.Equal(t, []string{mysqlv1beta1.ClusterFinalizer}, admit(admissionv1.Create), "a created cluster carries the finalizer")
+	require.Equal(t, []string{"other", mysqlv1beta1.ClusterFinalizer}, admit(admissionv1.Create, "other"),
+		"another's finalizer stays beside it")
+	require.Equal(t, []string{mysqlv1beta1.ClusterFinalizer}, admit(admissionv1.Create, mysqlv1beta1.ClusterFinalizer),
+		"a finalizer already there is not repeated")
+	require.Empty(t, admit(admissionv1.Update), "an update does not put back a finalizer that was removed")
+	require.Empty(t, admit(""), "without an admission request nothing says it is a create")
+}

@@ -1,18 +1,22 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/pki"
+	webhookv1beta1 "github.com/dolphin-operator/dolphin/internal/webhook/v1beta1"
 )
 
 // operator is one program under measurement: where its CRDs and RBAC come from, how it
@@ -32,7 +36,8 @@ type operator struct {
 	args    func(dir string) []string
 	env     []string
 	prepare func(dir string) error
-	// cluster is the i-th workload object (pre-defaulted: no webhook runs).
+	// cluster is the i-th workload object (as each one's mutating webhook would admit it:
+	// no webhook runs).
 	cluster func(namespace, name string, i int) (*unstructured.Unstructured, error)
 	// workqueue is the controller name of its cluster reconciler in controller-runtime's
 	// workqueue and reconcile metrics.
@@ -77,7 +82,13 @@ func dolphinCluster(namespace, name string, _ int) (*unstructured.Unstructured, 
 	c.Spec.MySQL.Version = "9.7"
 	size := resource.MustParse("1Gi")
 	c.Spec.Storage.Size = &size
-	c.Default()
+	// What Dolphin's defaulting webhook admits on a create (defaults, its finalizer), as
+	// moco's workload gets what moco's mutating webhook would set.
+	create := admission.NewContextWithRequest(context.Background(),
+		admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create}})
+	if err := (&webhookv1beta1.MySQLClusterDefaulter{}).Default(create, c); err != nil {
+		return nil, fmt.Errorf("while defaulting cluster %s/%s: %w", namespace, name, err)
+	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
 	if err != nil {
 		return nil, fmt.Errorf("while converting cluster %s/%s: %w", namespace, name, err)
