@@ -88,6 +88,8 @@ func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
 	db.Spec.Application = &mysqlv1beta1.ApplicationSpec{Database: "shop",
 		PreviousPasswordRetention: &metav1.Duration{Duration: 20 * time.Second}}
 	require.NoError(t, k8s.Create(context.Background(), db))
+	// The create's answer is the object as admitted, before any reconcile could patch it.
+	require.Contains(t, db.Finalizers, mysqlv1beta1.ClusterFinalizer, "the mutating webhook sets the finalizer on create")
 	c := readyCluster(t, ns, "db")
 	require.Equal(t, mysqlv1beta1.PhaseReady, c.Status.Phase)
 	require.Equal(t, c.Generation, c.Status.ObservedGeneration)
