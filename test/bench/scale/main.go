@@ -12,7 +12,7 @@
 //
 //	scale op=<name> n=<N> dbs=refused|silent converged=<clusters> converge_s=<first create to last converged>
 //	  p50_s= p95_s= max_s=<per-cluster create to children> new_s=<one more cluster, while the rest idle>
-//	  peak_rss_mb=<VmHWM> peak_rss_steady_mb= cpu_s_conv= cpu_s_steady= steady_s=
+//	  peak_rss_mb=<VmHWM, the whole run> peak_rss_steady_mb=<the steady window's own> cpu_s_conv= cpu_s_steady= steady_s=
 //	  reads_5m= writes_5m= discovery_5m=<audit log, scaled to 300 s> rest_gets_5m= rest_writes_5m=<the
 //	  operator's rest_client_requests_total> dials_5m=<TCP ActiveOpens> reconciles_5m= queue_depth_max=
 //

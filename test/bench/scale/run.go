@@ -49,7 +49,9 @@ type result struct {
 	converged            int
 	convergeS, p50, p95  float64
 	maxS                 float64
-	peakConvMB, peakMB   float64
+	// peakMB is the operator's peak RSS over the whole run (VmHWM), peakSteadyMB the steady
+	// window's own (VmHWM reset at its start).
+	peakMB, peakSteadyMB float64
 	cpuConv, cpuSteady   float64
 	reads, writes, disco int
 	restGets, restWrites float64
@@ -77,7 +79,7 @@ func (r result) line(c config) string {
 		"reads_5m=%d writes_5m=%d discovery_5m=%d rest_gets_5m=%.0f rest_writes_5m=%.0f dials_5m=%d "+
 		"reconciles_5m=%.0f queue_depth_max=%.0f passes_5m=%.0f pass_max_s=%g",
 		c.op.name, c.n, c.variant(), r.converged, r.convergeS, r.p50, r.p95, r.maxS, r.newS,
-		r.peakConvMB, r.peakMB, r.cpuConv, r.cpuSteady, r.steadyS,
+		r.peakMB, r.peakSteadyMB, r.cpuConv, r.cpuSteady, r.steadyS,
 		per5m(float64(r.reads), r.steadyS), per5m(float64(r.writes), r.steadyS), per5m(float64(r.disco), r.steadyS),
 		per5mF(r.restGets, r.steadyS), per5mF(r.restWrites, r.steadyS), int64(per5mF(float64(r.dials), r.steadyS)),
 		per5mF(r.reconciles, r.steadyS), r.depthMax, per5mF(r.passes, r.steadyS), r.passMax)
@@ -190,12 +192,18 @@ func measure(ctx context.Context, c config, cl *localcluster.Cluster, proc *loca
 	if err != nil {
 		return res, err
 	}
-	res.peakConvMB, res.cpuConv = conv.hwmMB, conv.cpu-before.cpu
+	res.cpuConv = conv.cpu - before.cpu
 	// Children exist before the pods are Ready and the statuses say so: the window starts
 	// once they are.
 	if err := settle(ctx, c, w.cs); err != nil {
 		return res, err
 	}
+	// The peak so far (convergence and the pods turning Ready), before the window's own.
+	pre, err := sampleProc(pid)
+	if err != nil {
+		return res, err
+	}
+	res.peakMB = pre.hwmMB
 	if err := resetPeak(pid); err != nil {
 		return res, err
 	}
@@ -327,7 +335,8 @@ func steady(ctx context.Context, c config, cl *localcluster.Cluster, pid int, us
 	}
 	m0, m1, p0, p1 := s0.metrics, s1.metrics, s0.proc, s1.proc
 	res.steadyS = to.Sub(from).Seconds()
-	res.cpuSteady, res.peakMB = p1.cpu-p0.cpu, max(p1.hwmMB, res.peakConvMB)
+	res.cpuSteady, res.peakSteadyMB = p1.cpu-p0.cpu, p1.hwmMB
+	res.peakMB = max(res.peakMB, p1.hwmMB)
 	res.dials = s1.dials - s0.dials
 	delta := func(metric string, labels ...string) float64 {
 		return sum(m1, metric, labels...) - sum(m0, metric, labels...)
