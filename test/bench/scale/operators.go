@@ -36,7 +36,7 @@ type operator struct {
 	args    func(dir string) []string
 	env     []string
 	prepare func(dir string) error
-	// cluster is the i-th workload object (as each one's mutating webhook would admit it:
+	// cluster is the i-th workload object (as its operator's mutating webhook would admit it:
 	// no webhook runs).
 	cluster func(namespace, name string, i int) (*unstructured.Unstructured, error)
 	// workqueue is the controller name of its cluster reconciler in controller-runtime's
