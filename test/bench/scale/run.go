@@ -46,9 +46,9 @@ type config struct {
 
 // result is what one run measured.
 type result struct {
-	converged            int
-	convergeS, p50, p95  float64
-	maxS                 float64
+	converged           int
+	convergeS, p50, p95 float64
+	maxS                float64
 	// peakMB is the operator's peak RSS over the whole run (VmHWM), peakSteadyMB the steady
 	// window's own (VmHWM reset at its start).
 	peakMB, peakSteadyMB float64
