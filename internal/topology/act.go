@@ -20,18 +20,6 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
-// An evicted pod's grace period, and how long after the eviction a pod whose kubelet has
-// not confirmed it stopped is taken as stopped. Its kubelet sends SIGTERM at once, and the
-// mysqld container then fences mysqld (read-only pending, client sessions killed) and shuts
-// it down, or kills it when it does not answer (the fence took 159 ms in a chaos round; the
-// kubelet's own delay comes first). With a one-second wait the chaos suite's sampler saw
-// the successor writable beside the old primary in 3 of 5 runs. A lost node's kubelet never
-// confirms, and the frozen replicas leave such a primary nothing it could commit.
-const (
-	evictionGrace = 1
-	EvictionWait  = 2 * time.Second
-)
-
 // CatchUpTimeout bounds how long one pass's promotion waits for the candidate to apply
 // what it received; past it the pass fails and the next one decides (and waits) again.
 const CatchUpTimeout = 10 * time.Second

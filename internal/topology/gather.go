@@ -172,54 +172,8 @@ func (m *Manager) gather(ctx context.Context, cl *cluster) Input {
 		read(primaryIndex)
 	}
 	m.resolveSources(cl, in.Instances)
-	now := m.now()
-	for k := range in.Instances {
-		i := &in.Instances[k]
-		i.Evicting, i.Stopped = podState(cl.pods[i.Name], now)
-		i.Evicting = i.Evicting || m.evictionAsked(cl, i.Name)
-	}
+	m.podStates(ctx, cl, in.Instances)
 	return in
-}
-
-// evictionAsked says whether this manager asked for the deletion of the instance's current
-// pod (which the cache may not show yet), forgetting an eviction whose pod is gone.
-func (m *Manager) evictionAsked(cl *cluster, name string) bool {
-	key := clusterKey(cl.obj) + name
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	uid, ok := m.evicted[key]
-	if !ok {
-		return false
-	}
-	if pod := cl.pods[name]; pod == nil || pod.UID != uid {
-		delete(m.evicted, key)
-		return false
-	}
-	return true
-}
-
-// podState says whether an instance's pod is being deleted and whether no mysqld of it can
-// still run, from the pod as last read.
-func podState(pod *corev1.Pod, now time.Time) (evicting, stopped bool) {
-	if pod == nil {
-		return false, true
-	}
-	if pod.DeletionTimestamp != nil {
-		evicting = true
-		asked := pod.DeletionTimestamp.Time
-		if g := pod.DeletionGracePeriodSeconds; g != nil {
-			asked = asked.Add(-time.Duration(*g) * time.Second)
-		}
-		if now.Sub(asked) >= EvictionWait {
-			return true, true
-		}
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == resources.ContainerMySQL {
-			return evicting, cs.State.Running == nil
-		}
-	}
-	return evicting, true
 }
 
 // DefaultDetectionDelay is how long a primary must be unreachable before a failover

@@ -252,31 +252,6 @@ func TestAHungPrimaryIsEvictedBeforeItsSuccessorIsPromoted(t *testing.T) {
 	require.Equal(t, "db-1", w.holder(t))
 }
 
-func TestPodState(t *testing.T) {
-	now := time.Unix(1000, 0)
-	running := []corev1.ContainerStatus{{Name: resources.ContainerMySQL, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	deleting := func(asked time.Duration) *corev1.Pod {
-		ts := metav1.NewTime(now.Add(-asked).Add(time.Second)) // deletionTimestamp: the request plus the 1 s grace
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &ts, DeletionGracePeriodSeconds: new(int64(1))},
-			Status: corev1.PodStatus{ContainerStatuses: running}}
-	}
-	for _, tc := range []struct {
-		name              string
-		pod               *corev1.Pod
-		evicting, stopped bool
-	}{
-		{"no pod", nil, false, true},
-		{"running", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: running}}, false, false},
-		{"mysqld not running", &corev1.Pod{}, false, true},
-		{"evicted a moment ago, still running", deleting(EvictionWait / 2), true, false},
-		{"evicted past the wait, never confirmed", deleting(EvictionWait), true, true},
-	} {
-		e, s := podState(tc.pod, now)
-		require.Equal(t, tc.evicting, e, tc.name)
-		require.Equal(t, tc.stopped, s, tc.name)
-	}
-}
-
 // Once the hung primary's pod is being deleted, the passes that wait for its kubelet do not
 // ask it again (each would wait out DownStatusTimeout on it).
 func TestAnEvictedPrimaryIsNotAskedAgain(t *testing.T) {
