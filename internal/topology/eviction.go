@@ -25,7 +25,10 @@ import (
 // that cannot report (its node is lost) is not waited for: after EvictionWait, a pod whose
 // node's kubelet has not renewed its node Lease since the deletion was asked is taken as
 // stopped (its mysqld can commit nothing acknowledged: the frozen replicas send no
-// acknowledgement). One whose kubelet did renew it is waited for up to EvictionCap.
+// acknowledgement). One whose kubelet did renew it is waited for up to EvictionCap. (The
+// renewal is stamped by the node's clock, the deletion by the API server's: a lost kubelet
+// renewed its Lease before the detection delay began, seconds before the eviction, so it
+// takes a skew of that size to mistake one case for the other.)
 const (
 	evictionGrace = 1
 	// EvictionWait is how long after the deletion a pod whose kubelet shows no sign of
