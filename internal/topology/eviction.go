@@ -2,6 +2,8 @@ package topology
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -10,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -21,8 +24,12 @@ import (
 // between SIGTERM and SIGKILL (the kubelet's minimum), and the mysqld container's fence
 // (read-only pending, client sessions ended) may take all of it: 1.6 s was seen in a chaos
 // round whose successor, promoted by an earlier two-second fallback, was writable beside it.
-// So the kubelet's report that mysqld stopped is what a promotion waits for. Only a kubelet
-// that cannot report (its node is lost) is not waited for: after EvictionWait, a pod whose
+// So the kubelet's report that mysqld stopped is what a promotion waits for, or a refusal
+// at the pod's MySQL port, which comes sooner: the kubelet reports only once the pod's
+// sandbox and network are torn down as well (1.5-2 s after mysqld ended, seen on the test
+// ground), while its address refuses connections as soon as no mysqld listens there (see
+// knock). Only a kubelet that cannot report (its node is lost) is not waited for: after
+// EvictionWait, a pod whose
 // node's kubelet has not renewed its node Lease since the deletion was asked is taken as
 // stopped (its mysqld can commit nothing acknowledged: the frozen replicas send no
 // acknowledgement). One whose kubelet did renew it is waited for up to EvictionCap. (The
@@ -54,6 +61,9 @@ func (m *Manager) podStates(ctx context.Context, cl *cluster, instances []Instan
 		pod := cl.pods[i.Name]
 		var asked time.Time
 		i.Evicting, i.Stopped, asked = podState(pod)
+		if i.Evicting && i.Fault == mysql.FaultRefused {
+			i.Stopped = true // nothing listens at its port (knock)
+		}
 		if i.Evicting && !i.Stopped {
 			var renewed time.Time
 			if since := now.Sub(asked); since >= EvictionWait && since < EvictionCap {
@@ -63,6 +73,44 @@ func (m *Manager) podStates(ctx context.Context, cl *cluster, instances []Instan
 		}
 		i.Evicting = i.Evicting || m.evictionAsked(cl, i.Name)
 	}
+}
+
+// knock is what a pass asks of an evicted primary whose pod is being deleted: a TCP
+// connection to its MySQL port, opened and closed, no query. A refusal says that nothing
+// listens there: its mysqld was killed, or has begun its shutdown (which closes the
+// listeners first, after the container's fence ended its client sessions), and its
+// kubelet starts no other in a pod being deleted. It returns errDeleting, joined with the
+// dial's error when that was a refusal (then its fault is FaultRefused). A connection that
+// is accepted (a hung mysqld's kernel still accepts them) or a dial that gets no answer in
+// KnockTimeout (a lost node, a partition) proves nothing, and the wait goes on. A refusal
+// is taken as the pod's own answer, as the decision takes a primary's refusal before it:
+// a network policy that rejects the operator's connections instead of dropping them
+// would be mistaken for it.
+func (m *Manager) knock(ctx context.Context, cl *cluster, name string) error {
+	cfg, err := m.config(cl, name)
+	if err != nil {
+		return err
+	}
+	knock := m.Knock
+	if knock == nil {
+		knock = dialClose
+	}
+	if err := knock(ctx, cfg.Addr); mysql.Classify(err) == mysql.FaultRefused {
+		return fmt.Errorf("%w; nothing listens at its port: %w", errDeleting, err)
+	}
+	return errDeleting
+}
+
+// dialClose connects to addr over TCP within KnockTimeout and closes the connection.
+func dialClose(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, KnockTimeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
 
 // podState says whether an instance's pod is being deleted (and since when the deletion

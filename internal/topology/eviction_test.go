@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 )
 
@@ -64,8 +66,9 @@ func TestEvictionOver(t *testing.T) {
 
 // An evicted primary whose kubelet has not reported mysqld stopped: its successor is not
 // promoted while that kubelet shows it is alive (it renewed its node Lease after the
-// deletion), up to EvictionCap; once the kubelet reports, or when it shows no sign of life
-// past EvictionWait (a lost node), the successor is promoted.
+// deletion), up to EvictionCap; once the kubelet reports, or its port refuses connections,
+// or when it shows no sign of life past EvictionWait (a lost node), the successor is
+// promoted.
 func TestAPromotionWaitsForALiveKubeletsReport(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -73,14 +76,17 @@ func TestAPromotionWaitsForALiveKubeletsReport(t *testing.T) {
 		renewed  time.Duration // the node Lease's renewal, after the deletion (none: no Lease)
 		lease    bool
 		reported bool // the kubelet reports mysqld stopped
+		closed   bool // its port refuses connections
 		promoted bool
 	}{
-		{"within the wait", EvictionWait - time.Second, 0, false, false, false},
-		{"a live kubelet, past the wait", EvictionWait + time.Second, time.Second, true, false, false},
-		{"a live kubelet that reported", EvictionWait - time.Second, time.Second, true, true, true},
-		{"a live kubelet, past the cap", EvictionCap, time.Second, true, false, true},
-		{"a silent kubelet, past the wait", EvictionWait, -5 * time.Second, true, false, true},
-		{"no node Lease, past the wait", EvictionWait, 0, false, false, true},
+		{"within the wait", EvictionWait - time.Second, 0, false, false, false, false},
+		{"a live kubelet, past the wait", EvictionWait + time.Second, time.Second, true, false, false, false},
+		{"a live kubelet that reported", EvictionWait - time.Second, time.Second, true, true, false, true},
+		{"a live kubelet, past the cap", EvictionCap, time.Second, true, false, false, true},
+		{"a silent kubelet, past the wait", EvictionWait, -5 * time.Second, true, false, false, true},
+		{"no node Lease, past the wait", EvictionWait, 0, false, false, false, true},
+		{"its port refuses, within the wait", time.Second, 0, false, false, true, true},
+		{"its port refuses, a live kubelet that has not reported", EvictionWait + time.Second, time.Second, true, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := hungPrimary(t, []string{"test/keep"}, func() {})
@@ -103,6 +109,7 @@ func TestAPromotionWaitsForALiveKubeletsReport(t *testing.T) {
 					ObjectMeta: metav1.ObjectMeta{Namespace: nodeLeaseNamespace, Name: "node-a"},
 					Spec:       coordinationv1.LeaseSpec{RenewTime: &renewed}}))
 			}
+			w.instances["db-0"].closed = tc.closed
 			if tc.reported {
 				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}
 				require.NoError(t, w.m.Client.Status().Update(ctx, p))
@@ -117,4 +124,28 @@ func TestAPromotionWaitsForALiveKubeletsReport(t *testing.T) {
 			require.Contains(t, d.Message, "waiting for its kubelet", d.Message)
 		})
 	}
+}
+
+// knock's dial: a connection accepted says nothing, a refusal is FaultRefused, and a
+// refusal of an evicted primary's port is errDeleting with the dial's error.
+func TestKnock(t *testing.T) {
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, dialClose(ctx, addr), "something listens")
+	require.NoError(t, l.Close())
+	err = dialClose(ctx, addr)
+	require.Equal(t, mysql.FaultRefused, mysql.Classify(err), "%v", err)
+
+	w := newWorld(t)
+	cl := mustLoad(t, w)
+	err = w.m.knock(ctx, cl, "db-0")
+	require.ErrorIs(t, err, errDeleting)
+	require.NotEqual(t, mysql.FaultRefused, mysql.Classify(err), "an accepted connection proves nothing: %v", err)
+	w.instances["db-0"].closed = true
+	err = w.m.knock(ctx, cl, "db-0")
+	require.ErrorIs(t, err, errDeleting)
+	require.Equal(t, mysql.FaultRefused, mysql.Classify(err), "%v", err)
+	require.ErrorContains(t, err, "nothing listens at its port")
 }

@@ -210,8 +210,8 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	var err error
 	if pod := cl.pods[name]; down && pod != nil && pod.DeletionTimestamp != nil {
 		// Known down and its pod on the way out (an evicted primary): the passes that wait
-		// for its kubelet do not ask it again.
-		err = errDeleting
+		// for its kubelet do not ask it again; they only knock on its port (see knock).
+		err = m.knock(ctx, cl, name)
 	} else {
 		conn, err = m.connect(cl, name)
 	}
@@ -243,7 +243,7 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 		m.evict(cl, name)
 		since := m.markDownLocked(downKey, start)
 		fault := mysql.Classify(err)
-		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) || errors.Is(err, errDeleting) {
+		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) || errors.Is(err, errDeleting) && fault != mysql.FaultRefused {
 			fault = ""
 		}
 		return Instance{Name: name, Index: index, Error: m.downTextLocked(downKey, fault, err.Error()), Fault: fault,

@@ -67,6 +67,9 @@ const (
 	StatusTimeout = 2 * time.Second
 	// DownStatusTimeout bounds reading an instance already found unreachable.
 	DownStatusTimeout = 500 * time.Millisecond
+	// KnockTimeout bounds the TCP dial to an evicted primary's port (knock): a refusal
+	// comes at once, and any other outcome says nothing.
+	KnockTimeout = 250 * time.Millisecond
 	// ActionTimeout bounds each action of act (a promotion's catch-up has CatchUpTimeout).
 	ActionTimeout = 10 * time.Second
 	// PassTimeout bounds a whole pass: gather, decide, act and the API writes.
@@ -85,7 +88,10 @@ type Manager struct {
 	Addresses Addresses
 	// Open connects to one instance; default mysql.Open. Tests substitute it.
 	Open func(mysql.Config) (mysql.Instance, error)
-	Now  func() time.Time
+	// Knock opens a TCP connection to addr and closes it (see knock); default a dial
+	// bounded by KnockTimeout. Tests substitute it.
+	Knock func(ctx context.Context, addr string) error
+	Now   func() time.Time
 	// CloneTimeout bounds one clone (default DefaultCloneTimeout).
 	CloneTimeout time.Duration
 	// WatchInterval is how often a settled cluster's primary is pinged between passes

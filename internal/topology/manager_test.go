@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -41,6 +42,9 @@ type fakeInstance struct {
 	mu     *sync.Mutex
 	status mysql.Status
 	down   bool
+	// closed: nothing listens at its port (a knock is refused); otherwise a knock is
+	// accepted, as a hung mysqld's kernel accepts it.
+	closed bool
 	// hang, when set, is called by Status instead of answering (a hung mysqld).
 	hang func(ctx context.Context) error
 	// cloneGate, when set, holds Clone until it is closed.
@@ -248,7 +252,13 @@ func newWorld(t *testing.T, more ...string) *world {
 	w.c = w.clusters["db"]
 	w.m = &Manager{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithIndex(&corev1.Pod{}, PodIndex, PodCluster).Build(), Addresses: AddressPodIP,
-		Open: func(cfg mysql.Config) (mysql.Instance, error) { return byAddr[cfg.Addr], nil }}
+		Open: func(cfg mysql.Config) (mysql.Instance, error) { return byAddr[cfg.Addr], nil },
+		Knock: func(_ context.Context, addr string) error {
+			if f := byAddr[addr]; f == nil || f.closed {
+				return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+			}
+			return nil
+		}}
 	return w
 }
 

@@ -45,9 +45,9 @@ type Instance struct {
 	// SemiSyncClients is how many semi-sync replicas are connected to it (as a source).
 	SemiSyncClients int
 	// Evicting: its pod's deletion was asked for. Stopped: no mysqld of it can still run
-	// (no pod, its kubelet reports its mysqld container not running, or its deletion was
-	// asked EvictionWait ago and its kubelet shows no sign of life since, or EvictionCap
-	// ago: see eviction.go).
+	// (no pod, its kubelet reports its mysqld container not running, its pod is being
+	// deleted and its port refuses connections, or its deletion was asked EvictionWait ago
+	// and its kubelet shows no sign of life since, or EvictionCap ago: see eviction.go).
 	Evicting, Stopped bool
 	// Cloning: a clone into this instance is under way (its data is being replaced);
 	// CloneError is the error of its last clone when that failed.
