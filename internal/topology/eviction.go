@@ -121,6 +121,8 @@ func podState(pod *corev1.Pod) (evicting, stopped bool, asked time.Time) {
 	}
 	if pod.DeletionTimestamp != nil {
 		evicting = true
+		// The API server keeps whole seconds: asked may be up to a second before the
+		// request, so the waits counted from it may end up to a second early.
 		asked = pod.DeletionTimestamp.Time
 		if g := pod.DeletionGracePeriodSeconds; g != nil {
 			asked = asked.Add(-time.Duration(*g) * time.Second)
