@@ -140,11 +140,11 @@ func TestKnock(t *testing.T) {
 
 	w := newWorld(t)
 	cl := mustLoad(t, w)
-	err = w.m.knock(ctx, cl, "db-0")
+	err = w.m.knock(ctx, cl.pods["db-0"])
 	require.ErrorIs(t, err, errDeleting)
 	require.NotEqual(t, mysql.FaultRefused, mysql.Classify(err), "an accepted connection proves nothing: %v", err)
 	w.instances["db-0"].closed = true
-	err = w.m.knock(ctx, cl, "db-0")
+	err = w.m.knock(ctx, cl.pods["db-0"])
 	require.ErrorIs(t, err, errDeleting)
 	require.Equal(t, mysql.FaultRefused, mysql.Classify(err), "%v", err)
 	require.ErrorContains(t, err, "nothing listens at its port")

@@ -45,15 +45,10 @@ func (m *Manager) config(cl *cluster, name string) (mysql.Config, error) {
 	if pod == nil {
 		return mysql.Config{}, errNoPod
 	}
-	// The pod's IP, not its DNS name: a lost node that ran a cluster DNS replica leaves
-	// lookups through the DNS Service timing out until Kubernetes marks the node NotReady
-	// (tens of seconds), and a failover must not wait on that. The IP comes from the pod
-	// just read; the certificate is still verified for the instance's name (below).
-	host := pod.Status.PodIP
-	if host == "" {
-		return mysql.Config{}, errNoAddress
+	addr, err := podAddr(pod)
+	if err != nil {
+		return mysql.Config{}, err
 	}
-	addr := net.JoinHostPort(host, strconv.Itoa(resources.MySQLPort))
 	// IOTimeout is the backstop behind each call's context deadline; it must exceed the
 	// longest statement of a pass (a promotion's catch-up wait).
 	cfg := mysql.Config{Addr: addr, User: resources.AdminUser, Password: cl.adminPassword, Timeout: DialTimeout,
@@ -64,6 +59,18 @@ func (m *Manager) config(cl *cluster, name string) (mysql.Config, error) {
 		cfg.TLS = &tls.Config{RootCAs: cl.tls.pool, ServerName: AddressDNS.Host(cl.obj, pod), MinVersion: tls.VersionTLS12}
 	}
 	return cfg, nil
+}
+
+// podAddr is where the operator dials an instance's mysqld: its pod's IP, not its DNS
+// name. A lost node that ran a cluster DNS replica leaves lookups through the DNS Service
+// timing out until Kubernetes marks the node NotReady (tens of seconds), and a failover
+// must not wait on that. The IP comes from the pod just read; the certificate is still
+// verified for the instance's name (config).
+func podAddr(pod *corev1.Pod) (string, error) {
+	if pod.Status.PodIP == "" {
+		return "", errNoAddress
+	}
+	return net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(resources.MySQLPort)), nil
 }
 
 func (m *Manager) open(cfg mysql.Config) (mysql.Instance, error) {
@@ -210,8 +217,14 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 	var err error
 	if pod := cl.pods[name]; down && pod != nil && pod.DeletionTimestamp != nil {
 		// Known down and its pod on the way out (an evicted primary): the passes that wait
-		// for its kubelet do not ask it again; they only knock on its port (see knock).
-		err = m.knock(ctx, cl, name)
+		// for its kubelet do not ask it again. While its successor waits on it (it is the
+		// recorded primary and its kubelet has not reported), they knock on its port (see
+		// knock); a lost node's pod stays being deleted for as long as the node is away,
+		// and is not dialled on every pass of that time.
+		err = errDeleting
+		if _, stopped, _ := podState(pod); name == cl.recordedPrimary() && !stopped {
+			err = m.knock(ctx, pod)
+		}
 	} else {
 		conn, err = m.connect(cl, name)
 	}
@@ -243,7 +256,7 @@ func (m *Manager) read(ctx context.Context, cl *cluster, name string, index int)
 		m.evict(cl, name)
 		since := m.markDownLocked(downKey, start)
 		fault := mysql.Classify(err)
-		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) || errors.Is(err, errDeleting) && fault != mysql.FaultRefused {
+		if errors.Is(err, errNoPod) || errors.Is(err, errNoAddress) || (errors.Is(err, errDeleting) && fault != mysql.FaultRefused) {
 			fault = ""
 		}
 		return Instance{Name: name, Index: index, Error: m.downTextLocked(downKey, fault, err.Error()), Fault: fault,
