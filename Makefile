@@ -115,10 +115,19 @@ verify-generated: manifests generate bundle catalog chart ## Fail when generated
 
 ##@ Test
 
-TEST_TIERS := test-tools verify-generated vet lint test-unit test-rules test-envtest test-mysql test-e2e test-chaos test-olm test-suites
-.PHONY: test
-test: ## Run every test tier in order (what CI runs) and end with a table of how long each took.
-	@hack/run-tiers.sh $(TEST_TIERS)
+# `make test` is the gate (CI, .ci/run): the fast tiers and the Core ground tests on one
+# ground; `make test-all` runs every test. Each ends with its tiers' times and the ground
+# tests' own table (docs/development.md: the levels and the budgets).
+CORE_TIERS := test-tools verify-generated vet lint test-unit test-rules test-envtest test-mysql test-core
+ALL_TIERS  := test-tools verify-generated vet lint test-unit test-rules test-envtest test-mysql test-ground test-helm test-olm test-harness
+TEST_BUDGET ?= 1200
+TEST_ALL_BUDGET ?= 2700
+.PHONY: test test-all
+test: ## The gate: every fast tier and the Core ground tests on one real-node ground, in order; ends with the time tables (what CI runs).
+	@hack/run-tiers.sh --budget $(TEST_BUDGET) $(CORE_TIERS)
+
+test-all: ## Every test, Core and Full: the fast tiers, one shared ground for e2e, chaos, deploy, chainsaw and scorecard, then Helm, OLM and the harnesses' own tests.
+	@hack/run-tiers.sh --budget $(TEST_ALL_BUDGET) $(ALL_TIERS)
 
 # Every tool the tiers use, built first, two builds at a time: one `go build` of a pinned
 # tool kept ~1.4 of 2 cores busy on average (user/wall time, measured cold), and MySQL's
@@ -129,18 +138,19 @@ test-tools: ## Build every tool make test needs, two at a time.
 	@$(MAKE) --no-print-directory -j2 $(TEST_TOOLS)
 
 # Packages by tier. Unit tests need nothing; envtest needs etcd + kube-apiserver; mysql needs
-# a provisioned mysqld; e2e needs the whole local cluster (and MySQL). A tier's helper fails,
-# never skips, when what it needs is missing: these targets build and provision it first.
+# a provisioned mysqld; the ground tiers need the whole local cluster (and MySQL). A tier's
+# helper fails, never skips, when what it needs is missing: these targets build and
+# provision it first.
 ENVTEST_PKGS := ./test/envtest/...
 MYSQL_PKGS   := ./test/mysqld/... ./test/sql/... ./test/backup/...
-E2E_PKGS     := ./test/localcluster/... ./test/e2e/...
-# The deploy tests start grounds of their own (two operators, a roll): run beside the e2e
-# package they slowed it enough that a restored cluster's status reads timed out for
-# minutes, so they run after it.
-DEPLOY_PKGS  := ./test/deploy/...
-# make bench-scale's harness, run at unit size (three clusters an operator).
-BENCH_SMOKE_PKGS := ./test/bench/scale/
-UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/bundle/... ./test/release/... ./test/dashboard/... ./test/promfixture/... ./test/chart/...
+# The packages that attach to one shared ground (test/ground/suite), run one at a time: the
+# chaos rounds and failover timings must not share the machine with another test.
+GROUND_PKGS  := ./test/e2e/ ./test/chaos/ ./test/deploy/
+# Each starts a ground of its own: the Helm installs (no operator to begin with), OLM,
+# the local cluster's own tests, and make bench-scale's harness at unit size (kwok).
+HELM_PKGS    := ./test/helm/
+HARNESS_PKGS := ./test/localcluster/ ./test/bench/scale/
+UNIT_PKGS     = $(shell go list ./... | grep -v -e '/test/') ./test/ground/... ./test/bundle/... ./test/release/... ./test/dashboard/... ./test/promfixture/... ./test/chart/...
 
 .PHONY: test-unit
 test-unit: kustomize krew ## Unit tests: pure logic, the generated bundle and the Helm chart (beside config/default's kustomize build); no cluster, no MySQL.
@@ -170,25 +180,54 @@ previous-image: ## Build the operator image of $(UPGRADE_FROM), the build the up
 	go run ./hack/previous-image --repo-root . --commit $(UPGRADE_FROM) --version $(VERSION) \
 	  --cache $(DOLPHIN_CACHE)/builds/$(UPGRADE_FROM) --out $(LOCALBIN)/previous-image --manifest $(DOLPHIN_PREVIOUS_IMAGES)
 
-.PHONY: test-e2e
-test-e2e: build plugin cluster-tools kwok moco mysql versitygw images previous-image kustomize manifests cert-manager-crds ## Local end-to-end: real nodes, the operator from make deploy, MySQL pods as real containers; then the scale benchmark's harness at unit size (kwok).
-	$(GOTEST) $(TEST_FLAGS) -timeout 30m $(E2E_PKGS)
-	$(GOTEST) $(TEST_FLAGS) -timeout 20m $(DEPLOY_PKGS)
-	$(GOTEST) $(TEST_FLAGS) -timeout 10m $(BENCH_SMOKE_PKGS)
+# The ground tiers run go test through hack/testrun (go test -json in, `go test -v` output
+# and a per-test table out; hack/run-tiers.sh prints every tier's rows at the end).
+# DOLPHIN_TEST_TABLE, set by run-tiers, is where the rows go.
+TESTRUN = go run ./hack/testrun $(if $(DOLPHIN_TEST_TABLE),--table $(DOLPHIN_TEST_TABLE)) --
+GROUND_DEPS := build plugin cluster-tools mysql versitygw images previous-image kustomize manifests
+GROUND_TEST = $(TESTRUN) $(GOTEST) $(TEST_FLAGS) -json -p 1 -timeout $(1) $(GROUND_PKGS)
+GROUND = $(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/$(1) --more-images $(DOLPHIN_PREVIOUS_IMAGES) --exit
+
+.PHONY: ground-bin
+ground-bin:
+	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
+	@# The test binaries are built before the ground starts: -p 1 would build them one at a time.
+	$(GOTEST) -c -o $(CURDIR)/.run/testbin/ $(GROUND_PKGS) $(HELM_PKGS) $(HARNESS_PKGS) >/dev/null
+
+.PHONY: test-core
+test-core: $(GROUND_DEPS) ground-bin ## make test's ground tier: the Core tests of e2e, chaos and deploy, one package after another on one real-node ground (log: .run/test-core.log).
+	@mkdir -p .run
+	$(call GROUND,core) --run 'DOLPHIN_TEST_LEVEL=core $(call GROUND_TEST,30m)' 2>&1 | tee .run/test-core.log
+
+.PHONY: test-ground
+test-ground: $(GROUND_DEPS) chainsaw operator-sdk release-images ground-bin ## make test-all's ground tier: every test of e2e, chaos and deploy, then the chainsaw suites and scorecard, on one real-node ground (log: .run/test-ground.log).
+	@mkdir -p .run
+	$(call GROUND,ground) --release-images $(DOLPHIN_RELEASE_IMAGES) \
+	  --run 'DOLPHIN_TEST_LEVEL=all $(call GROUND_TEST,60m) && $(CHAINSAW_RUN) && $(SCORECARD_RUN)' 2>&1 | tee .run/test-ground.log
+
+.PHONY: test-helm
+test-helm: $(GROUND_DEPS) cert-manager-crds ground-bin ## `make deploy` then `make undeploy`, and the Helm chart installed, upgraded, uninstalled and installed again, on a ground of their own.
+	$(TESTRUN) $(GOTEST) $(TEST_FLAGS) -json -timeout 20m $(HELM_PKGS)
+
+.PHONY: test-harness
+test-harness: $(GROUND_DEPS) kwok moco ground-bin ## The local cluster's own tests (nodes, DNS, volumes, node loss) and make bench-scale's harness at unit size (kwok).
+	$(TESTRUN) $(GOTEST) $(TEST_FLAGS) -json -p 1 -timeout 20m $(HARNESS_PKGS)
 
 # The e2e tests that capture a fixture (test/e2e/fixtures_test.go) write it only when
 # DOLPHIN_CAPTURE_FIXTURES names a directory; the unit tier checks the alert rules' tests and
 # the dashboard against what they wrote.
 FIXTURE_TESTS = TestAThreeInstanceClusterBecomesReady|TestBackupsAreWhatTheirStatusSays|TestVerificationRestoresTheNewestBackupAndCatchesACorruptedOne|TestTheOperatorArchivesThePrimarysBinaryLogs
 .PHONY: alert-fixtures
-alert-fixtures: ## Recapture config/prometheus/fixtures (the operator's and mysqld_exporter's series) from four e2e tests on the local cluster.
+alert-fixtures: $(GROUND_DEPS) ground-bin ## Recapture config/prometheus/fixtures (the operator's and mysqld_exporter's series) from four e2e tests on the local cluster.
 	rm -f config/prometheus/fixtures/*.prom
-	DOLPHIN_CAPTURE_FIXTURES=$(CURDIR)/config/prometheus/fixtures $(MAKE) test-e2e E2E_PKGS=./test/e2e/... \
-		TEST_FLAGS="-count=1 -v -run '^($(FIXTURE_TESTS))\$$\$$'"
+	DOLPHIN_CAPTURE_FIXTURES=$(CURDIR)/config/prometheus/fixtures \
+	  $(GOTEST) $(TEST_FLAGS) -v -timeout 30m -run '^($(FIXTURE_TESTS))$$$$' ./test/e2e/
 
 
-# The chaos suite prints its summary line (`chaos rounds=… lost_writes=… seed=…`) at the end;
-# DOLPHIN_CHAOS_SEED=<seed> replays a run's order of rounds.
+# The chaos suite alone on a ground of its own, every round (`make test` runs its Core
+# rounds, `make test-all` all of them, on the shared ground). It prints its summary line
+# (`chaos rounds=… lost_writes=… seed=…`) at the end; DOLPHIN_CHAOS_SEED=<seed> replays a
+# run's order of rounds.
 .PHONY: test-chaos
 test-chaos: build cluster-tools mysql images kustomize manifests ## Fault rounds (kills, hangs, partitions, operator and API server restarts) with a lost-write checker, on real nodes (log: .run/test-chaos.log).
 	@mkdir -p .run
@@ -220,23 +259,13 @@ OLM_CRDS = $(shell cd $(TOOLS)/olm && go list -m -f '{{.Dir}}' github.com/operat
 test-olm: cluster-tools images olm opm catalog-render release-images ## Install and upgrade Dolphin through real OLM from its catalog, on real nodes (log: .run/test-olm.log).
 	@mkdir -p .run
 	DOLPHIN_OLM_CRDS=$(OLM_CRDS) \
-	  $(GOTEST) $(TEST_FLAGS) -v -timeout 20m ./test/olm/... 2>&1 | tee .run/test-olm.log
+	  $(TESTRUN) $(GOTEST) $(TEST_FLAGS) -json -timeout 20m ./test/olm/... 2>&1 | tee .run/test-olm.log
 
 CHAINSAW_RUN = PATH=$(LOCALBIN):$$PATH $(CHAINSAW) test --test-dir $(CURDIR)/test/chainsaw --config $(CURDIR)/test/chainsaw/.chainsaw.yaml
 .PHONY: test-chainsaw
 test-chainsaw: cluster-tools images chainsaw kustomize manifests ## Chainsaw suites (test/chainsaw) against the real-node ground with the operator.
 	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
 	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/chainsaw --run '$(CHAINSAW_RUN)'
-
-# make test's last tier: the chainsaw suites, then scorecard, on one ground (a ground's
-# start and the operator's deploy are about a minute each time on 2 cores). Chainsaw deletes
-# its namespaces before it ends, so scorecard meets the operator as `make scorecard` does.
-.PHONY: test-suites
-test-suites: cluster-tools images chainsaw operator-sdk kustomize manifests release-images ## The chainsaw suites and then scorecard on one real-node ground (log: .run/test-suites.log).
-	go build -o $(LOCALBIN)/ground ./test/ground/cmd/ground
-	@mkdir -p .run
-	$(LOCALBIN)/ground demo --state-dir $(CURDIR)/.run/suites --release-images $(DOLPHIN_RELEASE_IMAGES) --exit \
-	  --run '$(CHAINSAW_RUN) && $(SCORECARD_RUN)' 2>&1 | tee .run/test-suites.log
 
 .PHONY: bench-failover
 bench-failover: cluster-tools images kustomize manifests ## Measure write unavailability on real nodes: node loss, hung mysqld (SIGSTOP), mysqld crash (restarted, and kept down), switchover (BENCH_RUNS, default 5).

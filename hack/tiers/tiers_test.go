@@ -24,6 +24,9 @@ bad:
 	@exit 2
 never:
 	@echo never
+slow:
+	@printf 'test/e2e\tTestX\tCore\t2.0\tpass\n' >> "$$DOLPHIN_TEST_TABLE"
+	@sleep 2
 `
 
 func TestAFailingTierEndsWithItsReasonAndTheTable(t *testing.T) {
@@ -65,4 +68,24 @@ func TestPassingTiersPrintNoReason(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.NotContains(t, string(out), "== why")
 	require.Contains(t, string(out), "tiers: 2 passed, 0 failed, 0 not run")
+}
+
+func TestARunOverItsBudgetSaysSoAfterTheGroundTestsTable(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644))
+	script, err := filepath.Abs("../run-tiers.sh")
+	require.NoError(t, err)
+	cmd := exec.Command("bash", script, "--budget", "1", "slow")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Regexp(t, `== ground tests ==\n.*\ntest/e2e +TestX +Core +2.0  pass\n`, string(out))
+	require.Regexp(t, `WARNING: this run took \d+ s, over its budget of 1 s`, string(out))
+
+	cmd = exec.Command("bash", script, "--budget", "100", "ok")
+	cmd.Dir = dir
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NotContains(t, string(out), "WARNING")
+	require.NotContains(t, string(out), "== ground tests ==", "no ground tier ran")
 }

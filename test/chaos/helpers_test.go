@@ -81,7 +81,7 @@ func operatorPod(ctx context.Context) (*corev1.Pod, error) {
 
 // podDB opens a root connection to an instance at its pod's IP (no lookup), for checks.
 func podDB(ctx context.Context, ns, cluster, name string) (*sql.DB, error) {
-	return g.PodDB(ctx, ns, cluster, name)
+	return g.DB(ctx, ns, cluster, name)
 }
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -15,23 +15,26 @@ import (
 )
 
 // round is one fault: fault injects it, pokes the bystander while it holds (or, when the
-// operator itself is down, once it is back), removes it, and returns when it ended.
+// operator itself is down, once it is back), removes it, and returns when it ended. Core
+// rounds guard the promises under a primary's crash and a partition, the quorum case
+// included: `make test` runs them; `make test-all` runs every round.
 type round struct {
 	name  string
+	level ground.TestLevel
 	fault func(context.Context) (time.Time, error)
 }
 
 func (r *run) rounds() []round {
 	return []round{
-		{"kill -9 the primary", r.killPrimary},
-		{"SIGSTOP the primary for 30 s", r.hangPrimary},
-		{"partition primary <-> operator", r.partitionPrimaryFromOperator},
-		{"partition primary <-> replicas", r.partitionPrimaryFromReplicas},
-		{"partition a replica <-> operator during a failover, the other behind", r.partitionReplicaDuringFailover},
-		{"kill the operator mid-failover", r.killOperatorMidFailover},
-		{"kill the operator mid-clone", r.killOperatorMidClone},
-		{"restart kube-apiserver during a switchover", r.restartAPIServerMidSwitchover},
-		{"two spec.primary changes at once", r.twoSwitchovers},
+		{"kill -9 the primary", ground.Core, r.killPrimary},
+		{"SIGSTOP the primary for 30 s", ground.Full, r.hangPrimary},
+		{"partition primary <-> operator", ground.Full, r.partitionPrimaryFromOperator},
+		{"partition primary <-> replicas", ground.Core, r.partitionPrimaryFromReplicas},
+		{"partition a replica <-> operator during a failover, the other behind", ground.Core, r.partitionReplicaDuringFailover},
+		{"kill the operator mid-failover", ground.Full, r.killOperatorMidFailover},
+		{"kill the operator mid-clone", ground.Full, r.killOperatorMidClone},
+		{"restart kube-apiserver during a switchover", ground.Full, r.restartAPIServerMidSwitchover},
+		{"two spec.primary changes at once", ground.Full, r.twoSwitchovers},
 	}
 }
 

@@ -1,5 +1,7 @@
-// Package deploy tests the install without OLM: `make deploy` applies config/default to a
-// local control plane, the real manager binary runs as the Deployment's pod with exactly the
-// RBAC of its ServiceAccount, issues its own webhook certificate, injects the CA, and serves
-// admission and conversion; `make undeploy` removes it all.
+// Package deploy tests the install without OLM on the shared ground, whose operator `make
+// deploy` installed (config/default: the real manager binary as the Deployment's pod with
+// exactly the RBAC of its ServiceAccount, its own webhook certificate, the CA injected):
+// a restart keeps the certificate, and an upgrade from the previous build, `make deploy`
+// again, restarts no database. test/helm removes a `make deploy` install with `make
+// undeploy` and installs with the Helm chart.
 package deploy

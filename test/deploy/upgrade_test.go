@@ -21,6 +21,7 @@ import (
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/ground"
+	"github.com/dolphin-operator/dolphin/test/ground/suite"
 	"github.com/dolphin-operator/dolphin/test/workload"
 )
 
@@ -34,14 +35,10 @@ import (
 // spec.updatePolicy.operatorUpgrade Roll then rolls the instances onto it, replicas first
 // and the primary last after one switchover. No acknowledged write is lost.
 func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
+	ground.Level(t, ground.Core)
 	ctx := context.Background()
-	list, from := os.Getenv("DOLPHIN_PREVIOUS_IMAGES"), os.Getenv("DOLPHIN_UPGRADE_FROM")
-	require.True(t, list != "" && len(from) == 40, "DOLPHIN_PREVIOUS_IMAGES and DOLPHIN_UPGRADE_FROM are set by `make test-e2e`")
-	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr, WithoutOperator: true, MoreImages: []string{list}})
-	require.NoError(t, err)
-	t.Cleanup(g.Stop)
-	k8s, err := g.Client()
-	require.NoError(t, err)
+	from := os.Getenv("DOLPHIN_UPGRADE_FROM")
+	require.True(t, len(from) == 40, "DOLPHIN_UPGRADE_FROM is set by the Makefile")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("operator log (end):\n%s", g.OperatorLogs(context.Background()))
@@ -51,13 +48,19 @@ func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
 	newMySQL := oldMySQL + "-next" // the same release under the tag the next operator defaults to
 	require.NoError(t, g.TagImage(ctx, oldMySQL, newMySQL))
 
-	g.OperatorImage = ground.PreviousOperatorImage(from)
-	require.NoError(t, g.Deploy(ctx))
-	waitOperator(t, k8s, g.OperatorImage)
-	ns, name := "shop", "orders"
+	// The ground's operator goes back to the previous build, and is put back as it was when
+	// the test ends, before the test's namespace goes.
+	ns, name := suite.Namespace(t, k8s, "upgrade"), "orders"
+	t.Cleanup(func() {
+		if err := g.Deploy(context.Background()); err != nil {
+			t.Errorf("putting the ground's operator back: %v", err)
+		}
+	})
+	previous := *g
+	previous.OperatorImage = ground.PreviousOperatorImage(from)
+	require.NoError(t, previous.Deploy(ctx))
+	waitOperator(t, k8s, previous.OperatorImage)
 	names := []string{"orders-0", "orders-1", "orders-2"}
-	require.NoError(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}))
 	size := resource.MustParse("1Gi")
 	require.NoError(t, k8s.Create(ctx, &mysqlv1beta1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: mysqlv1beta1.MySQLClusterSpec{Instances: new(int32(3)), DeletionPolicy: mysqlv1beta1.DeletionPolicyDelete,
@@ -75,8 +78,9 @@ func TestAnOperatorUpgradeRestartsNoDatabase(t *testing.T) {
 
 	// The upgrade: `make deploy` of this build, whose default MySQL image is another tag.
 	upgraded := time.Now()
-	g.OperatorImage, g.MySQLImage = this, newMySQL
-	require.NoError(t, g.Deploy(ctx))
+	next := *g
+	next.MySQLImage = newMySQL
+	require.NoError(t, next.Deploy(ctx))
 	waitOperator(t, k8s, this)
 	c := &mysqlv1beta1.MySQLCluster{}
 	took := waitFor(t, 2*time.Minute, "PendingRestart to name the new image", func() error {
@@ -204,7 +208,7 @@ func requireNoLostWrites(t *testing.T, g *ground.Ground, ns, cluster, primary st
 	waitFor(t, 30*time.Second, "the acknowledged writes to be read from "+primary, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		d, err := g.PodDB(ctx, ns, cluster, primary)
+		d, err := g.DB(ctx, ns, cluster, primary)
 		if err != nil {
 			return err
 		}

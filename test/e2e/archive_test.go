@@ -24,6 +24,7 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/gtid"
 	"github.com/dolphin-operator/dolphin/internal/objectstore"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // conditionAs waits for the cluster's condition of type kind to have status and reason.
@@ -116,6 +117,7 @@ func requireRecovered(t *testing.T, c *mysqlv1beta1.MySQLCluster, target time.Ti
 // backup and the archive (one through the MySQLBackup, one in another namespace from the
 // store alone), and removing the archive removes its pod.
 func TestTheOperatorArchivesThePrimarysBinaryLogs(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	s3, store := startS3(t)

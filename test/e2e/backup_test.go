@@ -78,6 +78,7 @@ func startS3(t *testing.T) (*ground.S3, *objectstore.Store) {
 }
 
 func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	s3, store := startS3(t)

@@ -80,6 +80,7 @@ func readyPair(t *testing.T, ns, name string) (*mysqlv1beta1.MySQLCluster, strin
 // say of it, kills a replica's mysqld, breaks another's replication (the shipped alerts
 // go pending), and deletes it under DeletionPolicy Retain (its series go with it).
 func TestAThreeInstanceClusterBecomesReady(t *testing.T) {
+	ground.Level(t, ground.Core)
 	ns := namespace(t)
 	metrics := newScraper(t)
 	prom := startPrometheus(t, metrics)

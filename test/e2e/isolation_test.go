@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // TestAHungClusterWithACloneInFlightCostsAnotherNothing: one cluster's every mysqld is
@@ -19,6 +20,7 @@ import (
 // replica is in flight; another cluster's switchover must still complete at once, since
 // each cluster has its own topology loop and every call has a deadline.
 func TestAHungClusterWithACloneInFlightCostsAnotherNothing(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	hung, other := newCluster(ns, "hung", mysqlv1beta1.DeletionPolicyDelete), newCluster(ns, "other", mysqlv1beta1.DeletionPolicyDelete)

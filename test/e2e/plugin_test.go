@@ -99,6 +99,7 @@ func golden(t *testing.T, name, got string) {
 // cluster's passwords, and the errors of a missing cluster and of a
 // user RBAC does not let patch clusters or exec into pods.
 func TestPluginShowsSwitchesOverAndReportsACluster(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ns := namespace(t)
 	c, _ := readyPair(t, ns, "cli")
 	_, err := dbOf(t, ns, "cli-0").Exec("CREATE DATABASE plugin")

@@ -31,6 +31,7 @@ import (
 // back to 3 (spec.primary cleared) hands the primary over before its pod goes. No
 // acknowledged write is lost and no two instances are ever writable at once.
 func TestARollRestartsThePrimaryLastAndAScaleDownNeverRemovesIt(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	names := []string{"roll-0", "roll-1", "roll-2"}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // A cluster scaled up gets an instance whose data volume is initialised by its init
@@ -22,6 +23,7 @@ import (
 // and mysqld could not start on them. Here the new instance's first initialisation is
 // killed half-way: the instance must still join and replicate.
 func TestAnInstanceWhoseInitialisationIsCutShortStillJoins(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	c, primary := readyPair(t, ns, "grow")

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // Deleting the pod of a primary whose commit waits for a semi-sync acknowledgement (its
@@ -20,6 +21,7 @@ import (
 // before it shuts mysqld down. A failover's eviction, a node drain and a lost node's
 // return all stop a primary this way.
 func TestStoppingAPrimaryAcknowledgesNoWaitingCommit(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	c, primary := readyPair(t, ns, "stop")

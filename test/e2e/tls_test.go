@@ -15,6 +15,7 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/mysql"
 	"github.com/dolphin-operator/dolphin/internal/pki"
 	"github.com/dolphin-operator/dolphin/internal/resources"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // renewalBound is how long the instances may take to serve a renewed certificate: the
@@ -31,6 +32,7 @@ const renewalBound = 3 * time.Minute
 // CAs, so neither the operator nor the replica is locked out while the instances still
 // serve the old CA's certificate.
 func TestCertificatesAreRenewedWithoutARestart(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ns := namespace(t)
 	c, primary := readyPair(t, ns, "certs")
 	replica := "certs-1"

@@ -95,7 +95,7 @@ func requireNoLostWrites(t *testing.T, ns, pod string, acks []workload.Ack) {
 	waitFor(t, 30*time.Second, "the acknowledged writes to be read from "+pod, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		d, err := g.PodDB(ctx, ns, clusterOf(pod), pod)
+		d, err := g.DB(ctx, ns, clusterOf(pod), pod)
 		if err != nil {
 			return err
 		}
@@ -135,6 +135,7 @@ func (s sampler) finish(t *testing.T) {
 // operator's own node as well is another scenario: its pod is replaced only once
 // Kubernetes evicts it from the unreachable node.)
 func TestSwitchoverAndNodeLossLoseNoAcknowledgedWrite(t *testing.T) {
+	ground.Level(t, ground.Core)
 	ctx := context.Background()
 	ns := namespace(t)
 	names := []string{"ha-0", "ha-1", "ha-2"}
@@ -228,6 +229,7 @@ func awayFromOperator(t *testing.T, ns string, pods ...string) string {
 }
 
 func TestErrantReplicaIsIsolatedAndReclonedOnlyWhenAllowed(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	names := []string{"er-0", "er-1", "er-2"}

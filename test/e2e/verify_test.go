@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // verifiedAs waits for the cluster's BackupVerified condition to have status and reason,
@@ -29,6 +30,7 @@ func verifiedAs(t *testing.T, c *mysqlv1beta1.MySQLCluster, status metav1.Condit
 // rows verifies with its tables checked, and the same backup with a byte changed in the
 // store fails verification as BackupCorrupted.
 func TestVerificationRestoresTheNewestBackupAndCatchesACorruptedOne(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	s3, store := startS3(t)

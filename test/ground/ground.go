@@ -86,41 +86,18 @@ func Start(ctx context.Context, o Options) (*Ground, error) {
 	if o.Nodes == 0 {
 		o.Nodes = DefaultNodes
 	}
-	if o.Images == "" {
-		o.Images = os.Getenv("DOLPHIN_IMAGES")
-	}
-	if o.Images == "" {
-		return nil, errors.New("ground: no image list: set DOLPHIN_IMAGES (`make images` writes bin/images.json)")
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	// controller-runtime's clients log through its global logger (the API server's
-	// warnings, for one); unset, it prints a stack trace on first use instead.
-	ctrllog.SetLogger(zap.New(zap.WriteTo(o.Log)))
-	imgs, err := localcluster.ReadImages(o.Images)
+	g, imgs, err := withImages(&o)
 	if err != nil {
 		return nil, err
 	}
-	g := &Ground{log: o.Log}
 	cfg := localcluster.Config{Dir: o.Dir, BinDir: o.BinDir, Log: o.Log, Nodes: o.Nodes, Images: imgs, Mirrors: o.Mirrors}
 	for _, img := range imgs {
-		switch repo, tag, _ := strings.Cut(img.Name, ":"); repo {
-		case OperatorRepo:
-			g.OperatorImage = img.Name
-		case MySQLRepo:
-			g.MySQLImage, g.MySQLVersion = img.Name, tag
-		case CoreDNSRepo:
+		switch repo, _, _ := strings.Cut(img.Name, ":"); {
+		case repo == CoreDNSRepo:
 			cfg.CoreDNSImage = img.Name
-		case ExporterRepo:
-			g.ExporterImage = img.Name
-		}
-		if img.Name == PauseImage {
+		case img.Name == PauseImage:
 			cfg.PauseImage = img.Name
 		}
-	}
-	if g.OperatorImage == "" || g.MySQLImage == "" || g.ExporterImage == "" {
-		return nil, fmt.Errorf("ground: %s lacks the operator, MySQL or exporter image (run `make images`)", o.Images)
 	}
 	for _, list := range o.MoreImages {
 		more, err := localcluster.ReadImages(list)
@@ -140,6 +117,60 @@ func Start(ctx context.Context, o Options) (*Ground, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// EnvGround names the folder of a running ground's cluster (its owner serving it): test
+// packages started inside the ground's namespaces attach to it instead of starting one.
+const EnvGround = "DOLPHIN_GROUND"
+
+// Attach returns the ground whose cluster folder is dir, run by another process of these
+// namespaces (`ground demo --run`, which sets EnvGround), with the operator as that process
+// installed it. Stop ends only what this process started.
+func Attach(dir string, o Options) (*Ground, error) {
+	g, _, err := withImages(&o)
+	if err != nil {
+		return nil, err
+	}
+	if g.Cluster, err = localcluster.Attach(dir); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// withImages defaults o's image list and log and returns a Ground that knows the images'
+// names, with the list.
+func withImages(o *Options) (*Ground, []localcluster.Image, error) {
+	if o.Images == "" {
+		o.Images = os.Getenv("DOLPHIN_IMAGES")
+	}
+	if o.Images == "" {
+		return nil, nil, errors.New("ground: no image list: set DOLPHIN_IMAGES (`make images` writes bin/images.json)")
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	// controller-runtime's clients log through its global logger (the API server's
+	// warnings, for one); unset, it prints a stack trace on first use instead.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(o.Log)))
+	imgs, err := localcluster.ReadImages(o.Images)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := &Ground{log: o.Log}
+	for _, img := range imgs {
+		switch repo, tag, _ := strings.Cut(img.Name, ":"); repo {
+		case OperatorRepo:
+			g.OperatorImage = img.Name
+		case MySQLRepo:
+			g.MySQLImage, g.MySQLVersion = img.Name, tag
+		case ExporterRepo:
+			g.ExporterImage = img.Name
+		}
+	}
+	if g.OperatorImage == "" || g.MySQLImage == "" || g.ExporterImage == "" {
+		return nil, nil, fmt.Errorf("ground: %s lacks the operator, MySQL or exporter image (run `make images`)", o.Images)
+	}
+	return g, imgs, nil
 }
 
 // MySQLSeries is the series of the ground's MySQL (9.7 for 9.7.4): what a cluster's

@@ -32,36 +32,20 @@ func InstanceHost(namespace, cluster, pod string) string {
 // ServiceHost is the DNS name of one of a cluster's Services (e.g. <cluster>-primary).
 func ServiceHost(namespace, service string) string { return service + "." + namespace + ".svc" }
 
-// DB opens a connection with root's privileges (rootDB) to one instance of a cluster by
-// its DNS name, over TLS verified against the cluster's CA, as a client inside the cluster
-// would.
+// DB opens a connection with root's privileges (rootDB) to one instance of a cluster the
+// way the operator reaches it: each dial goes to the pod's IP of the moment (no name
+// lookup, which fails for a while after the pod restarts), over TLS verified for the
+// instance's DNS name against the cluster's CA.
 func (g *Ground) DB(ctx context.Context, namespace, cluster, pod string) (*sql.DB, error) {
-	return g.HostDB(ctx, namespace, cluster, InstanceHost(namespace, cluster, pod))
+	return g.rootDB(ctx, namespace, cluster, podAddr(namespace, pod), InstanceHost(namespace, cluster, pod))
 }
 
-// HostDB opens a connection with root's privileges (rootDB) to host:3306 (an instance's or
-// a Service's DNS name), verified with the cluster's CA. Dials, reads and writes time out
-// after 5 s.
+// HostDB opens a connection with root's privileges (rootDB) to host:3306 (a Service's DNS
+// name, through the cluster's DNS and Service routing as an application's), verified with
+// the cluster's CA; a lookup the cluster's DNS fails is retried for up to lookupBound.
+// Dials, reads and writes time out after 5 s.
 func (g *Ground) HostDB(ctx context.Context, namespace, cluster, host string) (*sql.DB, error) {
 	return g.rootDB(ctx, namespace, cluster, host, host)
-}
-
-// PodDB opens a connection with root's privileges (rootDB) to an instance at its pod's IP,
-// with no name lookup, and verifies its certificate for the instance's DNS name: a client that follows the primary
-// Service's endpoints itself, as the benchmark's baseline writer does.
-func (g *Ground) PodDB(ctx context.Context, namespace, cluster, pod string) (*sql.DB, error) {
-	cs, err := kubernetes.NewForConfig(g.RESTConfig())
-	if err != nil {
-		return nil, fmt.Errorf("while creating a client: %w", err)
-	}
-	p, err := cs.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("while reading pod %s: %w", pod, err)
-	}
-	if p.Status.PodIP == "" {
-		return nil, fmt.Errorf("pod %s has no IP", pod)
-	}
-	return g.rootDB(ctx, namespace, cluster, p.Status.PodIP, InstanceHost(namespace, cluster, pod))
 }
 
 // rootDB connects as the tests' own account (TestUser), which has root's privileges
@@ -73,7 +57,7 @@ func (g *Ground) rootDB(ctx context.Context, namespace, cluster, host, serverNam
 	if err != nil {
 		return nil, err
 	}
-	db, err := g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), serverName, TestUser, TestPassword, "")
+	db, err := g.tlsDB(ctx, cs, c, hostPort(host), serverName, TestUser, TestPassword, "")
 	if err != nil {
 		return nil, err
 	}
@@ -98,8 +82,7 @@ func (g *Ground) rootDB(ctx context.Context, namespace, cluster, host, serverNam
 // AccountDB opens a connection to an instance as one of the operator's accounts (user),
 // with the password under key in the cluster's credentials Secret.
 func (g *Ground) AccountDB(ctx context.Context, namespace, cluster, pod, user, key string) (*sql.DB, error) {
-	host := InstanceHost(namespace, cluster, pod)
-	return g.accountDB(ctx, namespace, cluster, host, host, user, key)
+	return g.accountDB(ctx, namespace, cluster, podAddr(namespace, pod), InstanceHost(namespace, cluster, pod), user, key)
 }
 
 // AccountDBWithPassword is AccountDB with a password of the caller's (one a rotation
@@ -110,8 +93,7 @@ func (g *Ground) AccountDBWithPassword(ctx context.Context, namespace, cluster, 
 	if err != nil {
 		return nil, fmt.Errorf("while creating a client: %w", err)
 	}
-	host := InstanceHost(namespace, cluster, pod)
-	return g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), host, user, password, "")
+	return g.tlsDB(ctx, cs, c, podAddr(namespace, pod), InstanceHost(namespace, cluster, pod), user, password, "")
 }
 
 func (g *Ground) accountDB(ctx context.Context, namespace, cluster, host, serverName, user, key string) (*sql.DB, error) {
@@ -120,7 +102,7 @@ func (g *Ground) accountDB(ctx context.Context, namespace, cluster, host, server
 	if err != nil {
 		return nil, err
 	}
-	return g.tlsDB(ctx, cs, c, net.JoinHostPort(host, "3306"), serverName, user, string(creds.Data[key]), "")
+	return g.tlsDB(ctx, cs, c, hostPort(host), serverName, user, string(creds.Data[key]), "")
 }
 
 // secret reads one Secret, and returns the clientset it used for further reads.
@@ -170,7 +152,7 @@ func (g *Ground) tlsDB(ctx context.Context, cs kubernetes.Interface, c *mysqlv1b
 		return nil, fmt.Errorf("secret %s has no CA certificate", tlsSecret.Name)
 	}
 	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", addr, user, password, database
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = g.dialNet(), addr, user, password, database
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 5*time.Second, 5*time.Second
 	cfg.TLS = &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	conn, err := mysql.NewConnector(cfg)

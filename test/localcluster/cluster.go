@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,8 @@ type Cluster struct {
 	// resolvMounted: /etc/resolv.conf is this cluster's (undone by Stop, so that a next
 	// cluster of the process can mount its own).
 	resolvMounted bool
+	// remote is the line to the cluster's owner when this process attached to it.
+	remote *owner
 	// Kubeconfig is the path of an admin kubeconfig (valid inside the namespace).
 	Kubeconfig string
 	// Nodes are the real nodes (none with a kwok node).
@@ -243,6 +246,10 @@ func (c *Cluster) startAPI(ctx context.Context) error {
 // does) and starts it again on the same etcd, waiting until it is ready. Its earlier log
 // is kept as kube-apiserver.log.<n>.
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	if c.remote != nil {
+		_, err := c.remote.call(ctx, http.MethodPost, "/apiserver/restart", 3*time.Minute)
+		return err
+	}
 	if c.api == nil {
 		return errors.New("localcluster: no kube-apiserver to restart")
 	}
@@ -292,11 +299,19 @@ func (c *Cluster) startControllers() error {
 
 // kubeconfig is a kubeconfig for the local API server that authenticates with the admin
 // certificate, impersonating as (and its groups) when as is not empty.
-func (c *Cluster) kubeconfig(as string, groups ...string) *clientcmdapi.Config {
-	kc := c.kubeconfigFor(c.creds.admin)
+func (c *Cluster) kubeconfig(as string, groups ...string) (*clientcmdapi.Config, error) {
+	var kc *clientcmdapi.Config
+	if c.creds != nil {
+		kc = c.kubeconfigFor(c.creds.admin)
+	} else { // attached: the owner's admin kubeconfig holds the certificate
+		var err error
+		if kc, err = clientcmd.LoadFromFile(c.Kubeconfig); err != nil {
+			return nil, fmt.Errorf("while reading %s: %w", c.Kubeconfig, err)
+		}
+	}
 	kc.AuthInfos["user"].Impersonate = as
 	kc.AuthInfos["user"].ImpersonateGroups = groups
-	return kc
+	return kc, nil
 }
 
 // kubeconfigFor is a kubeconfig for the local API server that authenticates with kp.
@@ -316,7 +331,11 @@ func (c *Cluster) kubeconfigFor(kp *pki.KeyPair) *clientcmdapi.Config {
 // user (in groups): what a program run under its own identity and RBAC uses, so that the
 // API server authorises (and audits) its requests as that user's.
 func (c *Cluster) WriteKubeconfigAs(path, user string, groups ...string) error {
-	if err := clientcmd.WriteToFile(*c.kubeconfig(user, groups...), path); err != nil {
+	kc, err := c.kubeconfig(user, groups...)
+	if err != nil {
+		return err
+	}
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return fmt.Errorf("while writing the kubeconfig of %s: %w", user, err)
 	}
 	return nil
@@ -327,7 +346,10 @@ func (c *Cluster) AuditLogPath() string { return filepath.Join(c.cfg.Dir, "logs"
 
 // writeKubeconfig writes the admin kubeconfig and builds the REST config from it.
 func (c *Cluster) writeKubeconfig() error {
-	kc := c.kubeconfig("")
+	kc, err := c.kubeconfig("")
+	if err != nil {
+		return err
+	}
 	c.Kubeconfig = filepath.Join(c.cfg.Dir, "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, c.Kubeconfig); err != nil {
 		return fmt.Errorf("while writing the kubeconfig: %w", err)
@@ -354,6 +376,13 @@ func (c *Cluster) NodeName() string { return kwokNodeName }
 // reverse start order) and removes the folder if Start created it. It is safe to call
 // more than once.
 func (c *Cluster) Stop() {
+	if c.remote != nil { // the owner stops the cluster: only what this process ran goes
+		for k := len(c.procs) - 1; k >= 0; k-- {
+			c.procs[k].stop(10 * time.Second)
+		}
+		c.procs = nil
+		return
+	}
 	if c.cancel != nil {
 		c.cancel()
 	}
@@ -413,10 +442,18 @@ func (p *Process) LogPath() string { return p.p.log }
 // process or a program Run started, not stopped on purpose, or the containerd or kubelet
 // of a node that was not stopped.
 func (c *Cluster) Healthy() error {
+	if c.remote != nil {
+		if _, err := c.remote.call(context.Background(), http.MethodGet, "/healthy", 10*time.Second); err != nil {
+			return err
+		}
+	}
 	for _, p := range c.procs {
 		if done, _ := p.exited(); done && !p.stopped.Load() {
 			return p.errExited()
 		}
+	}
+	if c.remote != nil {
+		return nil
 	}
 	for _, n := range c.Nodes {
 		if err := n.healthy(); err != nil {

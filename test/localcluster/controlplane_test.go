@@ -11,15 +11,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 func TestAPIServerReportsTheBuiltVersion(t *testing.T) {
+	ground.Level(t, ground.Full)
 	v, err := kube.Discovery().ServerVersion()
 	require.NoError(t, err)
 	require.Regexp(t, `^v1\.\d+\.\d+$`, v.GitVersion, "the build stamps /version")
 }
 
 func TestStatefulSetOfThreeBecomesReady(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	_, err := kube.AppsV1().StatefulSets(ns).Create(ctx, statefulSet(ns, "web", "web", 3, false), metav1.CreateOptions{})
@@ -52,6 +56,7 @@ func TestStatefulSetOfThreeBecomesReady(t *testing.T) {
 }
 
 func TestGarbageCollectorDeletesTheChildrenOfADeletedOwner(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	owner, err := kube.CoreV1().ConfigMaps(ns).Create(ctx,
@@ -84,6 +89,7 @@ func TestGarbageCollectorDeletesTheChildrenOfADeletedOwner(t *testing.T) {
 }
 
 func TestNamespaceDeletionCompletes(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	_, err := kube.AppsV1().StatefulSets(ns).Create(ctx, statefulSet(ns, "doomed", "doomed", 1, true), metav1.CreateOptions{})

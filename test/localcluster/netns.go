@@ -25,14 +25,15 @@ const (
 	HostIP = "10.250.0.1"
 )
 
-// envInNetNS marks the re-executed child.
-const envInNetNS = "DOLPHIN_LOCALCLUSTER_NETNS"
+// EnvInNetNS marks the re-executed child ("1") and, once it set the namespaces up, its
+// children ("ready"), which share them and must not set them up again.
+const EnvInNetNS = "DOLPHIN_LOCALCLUSTER_NETNS"
 
 // ErrNotInNetNS means Start was called outside the private namespace: call EnterNetNS first.
 var ErrNotInNetNS = errors.New("localcluster: not inside its network namespace (call EnterNetNS from TestMain or main)")
 
 // InNetNS reports whether this process is the one EnterNetNS created.
-func InNetNS() bool { return os.Getenv(envInNetNS) == "1" }
+func InNetNS() bool { v := os.Getenv(EnvInNetNS); return v == "1" || v == "ready" }
 
 // EnterNetNS makes sure the rest of the program runs in a private network and mount
 // namespace.
@@ -44,10 +45,17 @@ func InNetNS() bool { return os.Getenv(envInNetNS) == "1" }
 //
 // Inside the namespaces (the child), it makes every mount private (nothing mounted here,
 // containers' file systems included, reaches the host), sets up lo and forwarding, and
-// returns nil.
+// returns nil. A program that a process inside them started (a test package that attaches
+// to a running cluster) is inside already: it returns nil at once.
 func EnterNetNS() error {
+	if os.Getenv(EnvInNetNS) == "ready" {
+		return nil
+	}
 	if InNetNS() {
-		return setupNetwork()
+		if err := setupNetwork(); err != nil {
+			return err
+		}
+		return os.Setenv(EnvInNetNS, "ready")
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("localcluster: needs root (real nodes need cgroups, mounts and iptables)")
@@ -58,7 +66,7 @@ func EnterNetNS() error {
 	}
 	cmd := exec.Command(self, os.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), envInNetNS+"=1")
+	cmd.Env = append(os.Environ(), EnvInNetNS+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

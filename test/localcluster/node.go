@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,9 @@ type Node struct {
 	// kubeletRetries counts kubelet starts after a lost device plugin socket race.
 	kubeletRetries int
 	stopped        bool
+	// remote is the line to the cluster's owner, which runs the node, when this process
+	// attached to the cluster.
+	remote *owner
 }
 
 func (n *Node) bridge() string  { return fmt.Sprintf("cni%d", n.index) }
@@ -300,6 +304,10 @@ crashLoopBackOff:
 // (packets to them are dropped, so clients time out rather than being refused) and the
 // API server is left to notice. It is safe to call more than once.
 func (n *Node) Stop() error {
+	if n.remote != nil {
+		_, err := n.remote.call(context.Background(), http.MethodPost, "/nodes/"+n.Name+"/stop", time.Minute)
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.stopped {
@@ -348,6 +356,10 @@ func (n *Node) dropTraffic(op string) error {
 
 // Running reports whether the node has not been stopped.
 func (n *Node) Running() bool {
+	if n.remote != nil {
+		running, err := n.remote.call(context.Background(), http.MethodGet, "/nodes/"+n.Name+"/running", 10*time.Second)
+		return err == nil && running == "true"
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return !n.stopped

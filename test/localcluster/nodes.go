@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -231,6 +232,10 @@ func (c *Cluster) ContainerPID(pod *corev1.Pod, container string) (int, error) {
 // returns, containerd and kubelet start again on the same folders, and kubelet restarts
 // the pods the API server still binds to it (with new sandboxes and addresses).
 func (c *Cluster) RestartNode(ctx context.Context, n *Node) error {
+	if c.remote != nil {
+		_, err := c.remote.call(ctx, http.MethodPost, "/nodes/"+n.Name+"/restart", 3*time.Minute)
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.stopped {

@@ -13,12 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dolphin-operator/dolphin/test/ground"
 )
 
 // A StatefulSet's pods get DNS names through the headless Service and CoreDNS, which this
 // process resolves too (the namespace's resolv.conf); their volumes are provisioned on
 // demand and writable by any user.
 func TestPodsHaveDNSNamesAndProvisionedVolumes(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	_, err := kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
@@ -63,6 +66,7 @@ func TestPodsHaveDNSNamesAndProvisionedVolumes(t *testing.T) {
 // Stopping a node kills its kubelet, containerd and containers and drops its traffic;
 // restarting it brings its pods back with new sandboxes.
 func TestAStoppedNodeTakesItsContainersDownAndComesBack(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	ns := namespace(t)
 	node := cluster.Nodes[len(cluster.Nodes)-1]

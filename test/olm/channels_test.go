@@ -25,6 +25,7 @@ import (
 // case has a timeline of its own. The operator's pod runs as OLM deploys it (a CSV
 // succeeds only once its Deployment is available).
 func TestUpgradeGraph(t *testing.T) {
+	ground.Level(t, ground.Full)
 	g, imgs := startGround(t, 1)
 	m := installOLM(t, g.Cluster, imgs)
 	for _, c := range []struct {

@@ -45,6 +45,7 @@ const catalogSource = "dolphin"
 // it as it keeps an earlier 0.2.0 build's) and restarts each pod once (the operator's roll),
 // and the new init container adds the accounts. Pods kept and mysqld's uptime are checked across the new operator's restart.
 func TestInstallFromStableThenUpgradeWhenTheNextReleaseIsPublished(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
 	previous, next := versions(t)
 	g, imgs := startGround(t, ground.DefaultNodes)

@@ -69,7 +69,7 @@ func newBench(ctx context.Context, g *ground.Ground, delay time.Duration) (*benc
 		if pod == "" {
 			return nil, fmt.Errorf("the primary Service has no ready endpoint")
 		}
-		return g.PodDB(ctx, ns, name, pod)
+		return g.DB(ctx, ns, name, pod)
 	}); err != nil {
 		return nil, err
 	}

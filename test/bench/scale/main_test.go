@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
@@ -27,6 +28,7 @@ func TestMain(m *testing.M) {
 // process was sampled, and the audit log holds its own requests (the leader lease it
 // renews every two seconds) under its own user.
 func TestTheHarnessMeasuresBothOperators(t *testing.T) {
+	ground.Level(t, ground.Full)
 	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +72,7 @@ func TestTheHarnessMeasuresBothOperators(t *testing.T) {
 // The ratio table compares medians: with three runs each, one slow run of either operator
 // does not decide the figure.
 func TestTheRatioTableComparesMedians(t *testing.T) {
+	ground.Level(t, ground.Full)
 	runOf := func(op string, converge float64, reads int) row {
 		return row{op: op, n: 1000, dbs: "refused", r: result{convergeS: converge, p95: converge, peakMB: 100,
 			cpuSteady: 10, reads: reads, writes: 150, dials: 1000}}

@@ -1,7 +1,10 @@
 // Package suite is the TestMain of the test packages that run on the real-node ground
-// (e2e, chaos): it enters the ground's namespaces, starts the ground with the operator
-// installed by `make deploy`, runs the tests and, when one failed, prints the end of the
-// operator's log.
+// (e2e, chaos, deploy): it enters the ground's namespaces and attaches to the ground that
+// ground.EnvGround names (one ground, started once, runs several packages in turn) or,
+// when none is named, starts one with the operator installed by `make deploy`, so that
+// any test still runs alone with `go test -run`. Each test that ground.Level lets run is
+// checked to leave the ground as it found it. When a test failed, it prints the end of
+// the operator's log.
 package suite
 
 import (
@@ -19,9 +22,9 @@ import (
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
 
-// Main runs m on a fresh ground, setting *g and *k8s for the tests, then, when they
-// passed, each of after (checks of the whole run, on the ground as the tests left it), and
-// exits.
+// Main runs m on the shared ground (or a fresh one), setting *g and *k8s for the tests,
+// then, when they passed, each of after (checks of the whole run, on the ground as the
+// tests left it), and exits.
 func Main(m *testing.M, g **ground.Ground, k8s *client.Client, after ...func(context.Context) error) {
 	if err := localcluster.EnterNetNS(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -35,13 +38,15 @@ func run(m *testing.M, g **ground.Ground, k8s *client.Client, after []func(conte
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var err error
-	if *g, err = ground.Start(ctx, ground.Options{Log: os.Stderr}); err != nil {
+	if *g, err = Ground(ctx); err != nil {
 		return fail(err)
 	}
 	defer (*g).Stop()
 	if *k8s, err = (*g).Client(); err != nil {
 		return fail(err)
 	}
+	c := &checker{g: *g, k8s: *k8s}
+	ground.EachTest(c.before)
 	code := m.Run()
 	for _, check := range after {
 		if code != 0 {
@@ -56,6 +61,21 @@ func run(m *testing.M, g **ground.Ground, k8s *client.Client, after []func(conte
 		fmt.Fprintf(os.Stderr, "operator log (end):\n%s\n", (*g).OperatorLogs(context.Background()))
 	}
 	return code
+}
+
+// Ground attaches to the ground ground.EnvGround names or, when none is, starts one with
+// the operator (and, when DOLPHIN_PREVIOUS_IMAGES lists them, the previous build's images
+// on its nodes, for the upgrade test).
+func Ground(ctx context.Context) (*ground.Ground, error) {
+	if dir := os.Getenv(ground.EnvGround); dir != "" {
+		fmt.Fprintf(os.Stderr, "suite: attaching to the ground in %s\n", dir)
+		return ground.Attach(dir, ground.Options{Log: os.Stderr})
+	}
+	var more []string
+	if list := os.Getenv("DOLPHIN_PREVIOUS_IMAGES"); list != "" {
+		more = append(more, list)
+	}
+	return ground.Start(ctx, ground.Options{Log: os.Stderr, MoreImages: more})
 }
 
 // Namespace creates a namespace for one test (named prefix-…) where the restricted Pod

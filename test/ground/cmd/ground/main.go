@@ -36,6 +36,8 @@ type options struct {
 	// releaseImages is release-images' manifest: with it, the ground runs a registry that
 	// the nodes pull quay.io's images from, and those images are pushed there.
 	releaseImages string
+	// moreImages are image lists (as hack/images writes them) the nodes hold as well.
+	moreImages stringList
 }
 
 type stringList []string
@@ -53,7 +55,9 @@ func main() {
 	fs := flag.NewFlagSet(mode, flag.ExitOnError)
 	fs.IntVar(&o.nodes, "nodes", ground.DefaultNodes, "number of nodes")
 	fs.StringVar(&o.binDir, "bin-dir", envOr("DOLPHIN_BIN_DIR", "bin"), "folder of the tools (kubelet, containerd, kubectl, ...)")
-	fs.StringVar(&o.run, "run", "", "a shell command to run against the cluster (KUBECONFIG set) once it is up; its exit status becomes ours")
+	fs.StringVar(&o.run, "run", "", "a shell command to run against the cluster (KUBECONFIG set, and "+ground.EnvGround+
+		" naming the cluster's folder: test packages attach to it) once it is up; its exit status becomes ours")
+	fs.Var(&o.moreImages, "more-images", "an image list (as hack/images writes it) whose images the nodes hold too (repeatable)")
 	fs.Var(&o.samples, "sample", "manifest to apply once the operator runs (repeatable)")
 	fs.StringVar(&o.stateDir, "state-dir", ".run/demo", "folder for the cluster's files; emptied at start")
 	fs.DurationVar(&o.waitReady, "wait-ready", 0, "how long to wait for each sample's Ready condition (0: do not wait)")
@@ -91,6 +95,9 @@ func run(mode string, o options) error {
 		return err
 	}
 	defer c.Stop()
+	if err := c.Serve(ctx); err != nil {
+		return err
+	}
 	up := time.Since(began)
 	kubectl, err := writeKubectl(state, binDir, c.Cluster)
 	if err != nil {
@@ -104,7 +111,7 @@ func run(mode string, o options) error {
 		(time.Since(began) - up).Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
 	if o.run != "" {
 		cmd := exec.CommandContext(ctx, "sh", "-c", o.run)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, ground.EnvGround+"="+c.Dir())
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("%s: %w", o.run, err)
@@ -142,7 +149,7 @@ func start(ctx context.Context, mode string, o options, binDir, dir string) (*gr
 		images, mirrors = m, []string{release.Host}
 	}
 	g, err := ground.Start(ctx, ground.Options{Nodes: o.nodes, Dir: dir, BinDir: binDir, Log: os.Stdout,
-		WithoutOperator: mode != "demo", Mirrors: mirrors})
+		WithoutOperator: mode != "demo", Mirrors: mirrors, MoreImages: o.moreImages})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +178,9 @@ func envOr(key, def string) string {
 
 // writeKubectl writes <state>/enter, which runs a command inside this process's network
 // and mount namespaces with KUBECONFIG set (`.run/up/enter make run` runs the manager as a
-// local process against the ground), and <state>/kubectl, which runs our kubectl there.
+// local process against the ground) and the ground named for test packages to attach to
+// (`.run/demo/enter go test -run X ./test/e2e/`), and <state>/kubectl, which runs our
+// kubectl there.
 func writeKubectl(state, binDir string, c *localcluster.Cluster) (string, error) {
 	bin := filepath.Join(binDir, "kubectl")
 	if _, err := os.Stat(bin); err != nil {
@@ -179,8 +188,8 @@ func writeKubectl(state, binDir string, c *localcluster.Cluster) (string, error)
 	}
 	enter := filepath.Join(state, "enter")
 	script := fmt.Sprintf("#!/bin/sh\n# Runs a command inside the test ground's network and mount namespaces (written by ground).\n"+
-		"KUBECONFIG=%q exec nsenter --net=/proc/%d/ns/net --mount=/proc/%d/ns/mnt --wd=\"$PWD\" \"$@\"\n",
-		c.Kubeconfig, os.Getpid(), os.Getpid())
+		"KUBECONFIG=%q %s=%q %s=ready exec nsenter --net=/proc/%d/ns/net --mount=/proc/%d/ns/mnt --wd=\"$PWD\" \"$@\"\n",
+		c.Kubeconfig, ground.EnvGround, c.Dir(), localcluster.EnvInNetNS, os.Getpid(), os.Getpid())
 	if err := os.WriteFile(enter, []byte(script), 0o755); err != nil {
 		return "", fmt.Errorf("while writing %s: %w", enter, err)
 	}

@@ -1,4 +1,4 @@
-package deploy_test
+package helm_test
 
 import (
 	"context"
@@ -52,12 +52,8 @@ const (
 // takes the orphaned cluster back and serves its webhooks with the certificate mounted from
 // the Secret cert-manager would keep.
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
+	ground.Level(t, ground.Full)
 	ctx := context.Background()
-	g, err := ground.Start(ctx, ground.Options{Log: os.Stderr, WithoutOperator: true})
-	require.NoError(t, err)
-	t.Cleanup(g.Stop)
-	k8s, err := g.Client()
-	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("operator log:\n%s", g.OperatorLogsIn(context.Background(), helmNS))
@@ -77,14 +73,15 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	waitFor(t, 2*time.Minute, "the webhooks to answer", func() error { return ground.ProbeWebhooks(ctx, g.RESTConfig()) })
 	t.Logf("helm install to webhooks answering: %s", time.Since(start).Round(time.Millisecond))
 	secret := &corev1.Secret{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: helmNS, Name: certSecret}, secret))
-	requireCAInjected(t, k8s, secret.Data["ca.crt"])
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: helmNS, Name: ground.WebhookCertSecret}, secret))
+	require.NoError(t, ground.CAInjected(ctx, k8s, secret.Data["ca.crt"]))
 	requireConversionService(t, k8s, helmNS)
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "helm-sample",
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
 	require.NoError(t, k8s.Create(ctx, ns))
-	sample := readSample(t)
+	sample, err := ground.V1alpha1Sample()
+	require.NoError(t, err)
 	sample.Namespace = ns.Name
 	require.NoError(t, k8s.Create(ctx, sample))
 	took := waitFor(t, 3*time.Minute, "the v1alpha1 sample to be Ready", func() error {
@@ -112,9 +109,9 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	again := &corev1.Secret{}
 	require.NoError(t, k8s.Get(ctx, client.ObjectKeyFromObject(secret), again))
 	require.Equal(t, secret.ResourceVersion, again.ResourceVersion, "a valid certificate is kept across upgrades")
-	requireCAInjected(t, k8s, secret.Data["ca.crt"])
+	require.NoError(t, ground.CAInjected(ctx, k8s, secret.Data["ca.crt"]))
 	require.NoError(t, readyCluster(ctx, k8s, client.ObjectKeyFromObject(sample)))
-	requireNoForbidden(t, g.OperatorLogsIn(ctx, helmNS))
+	require.Empty(t, ground.Forbidden(g.OperatorLogsIn(ctx, helmNS)), "the operator was refused API calls")
 
 	uninstall := action.NewUninstall(cfg)
 	uninstall.WaitStrategy, uninstall.Timeout = kube.StatusWatcherStrategy, 2*time.Minute
@@ -143,7 +140,7 @@ func reinstallWithCertManager(t *testing.T, g *ground.Ground, k8s client.Client,
 	serving, err := pki.IssueServer(ca, []string{base, base + ".cluster.local"}, now, time.Hour, nil)
 	require.NoError(t, err)
 	require.NoError(t, k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cmNS, Name: certSecret},
+		ObjectMeta: metav1.ObjectMeta{Namespace: cmNS, Name: ground.WebhookCertSecret},
 		Type:       corev1.SecretTypeTLS,
 		Data: map[string][]byte{"ca.crt": ca.CertPEM, corev1.TLSCertKey: serving.CertPEM,
 			corev1.TLSPrivateKeyKey: serving.KeyPEM},
@@ -166,7 +163,7 @@ func reinstallWithCertManager(t *testing.T, g *ground.Ground, k8s client.Client,
 	waitFor(t, 3*time.Minute, "the webhooks to answer with the mounted certificate", func() error {
 		return ground.ProbeWebhooks(ctx, g.RESTConfig())
 	})
-	requireCAInjected(t, k8s, ca.CertPEM)
+	require.NoError(t, ground.CAInjected(ctx, k8s, ca.CertPEM))
 	requireConversionService(t, k8s, cmNS)
 	for _, name := range []string{"dolphin-serving-cert", "dolphin-webhook-ca"} {
 		cert := &unstructured.Unstructured{}
@@ -176,7 +173,7 @@ func reinstallWithCertManager(t *testing.T, g *ground.Ground, k8s client.Client,
 	}
 	// The operator keeps no Secret of its own in this mode: the one the test wrote is as it was.
 	secret := &corev1.Secret{}
-	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: cmNS, Name: certSecret}, secret))
+	require.NoError(t, k8s.Get(ctx, client.ObjectKey{Namespace: cmNS, Name: ground.WebhookCertSecret}, secret))
 	require.Equal(t, ca.CertPEM, secret.Data["ca.crt"])
 	// A change through v1alpha1 (the conversion webhook, with the mounted certificate) that
 	// only the new operator can observe: it has taken the orphaned cluster back.
@@ -186,7 +183,7 @@ func reinstallWithCertManager(t *testing.T, g *ground.Ground, k8s client.Client,
 	waitFor(t, 2*time.Minute, "the orphaned cluster's change observed by the new operator", func() error {
 		return readyCluster(ctx, k8s, cluster)
 	})
-	requireNoForbidden(t, g.OperatorLogsIn(ctx, cmNS))
+	require.Empty(t, ground.Forbidden(g.OperatorLogsIn(ctx, cmNS)), "the operator was refused API calls")
 }
 
 // applyCertManagerCRDs creates cert-manager's cert-manager.io CRDs from the files `make
@@ -250,7 +247,7 @@ func readyCluster(ctx context.Context, k8s client.Client, key client.ObjectKey) 
 // Service in namespace, whatever namespace crds/ was generated with.
 func requireConversionService(t *testing.T, k8s client.Client, namespace string) {
 	t.Helper()
-	for _, name := range crds {
+	for _, name := range ground.CRDNames {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		require.NoError(t, k8s.Get(context.Background(), client.ObjectKey{Name: name}, crd))
 		svc := crd.Spec.Conversion.Webhook.ClientConfig.Service
@@ -278,7 +275,7 @@ func requireUninstalled(t *testing.T, k8s client.Client, cluster client.ObjectKe
 		}
 		return nil
 	})
-	for _, name := range crds {
+	for _, name := range ground.CRDNames {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		require.NoError(t, k8s.Get(ctx, client.ObjectKey{Name: name}, crd))
 		require.Nil(t, crd.DeletionTimestamp, name)
