@@ -27,6 +27,7 @@ import (
 	"github.com/dolphin-operator/dolphin/internal/objectstore"
 	"github.com/dolphin-operator/dolphin/internal/resources"
 	"github.com/dolphin-operator/dolphin/test/ground"
+	"github.com/dolphin-operator/dolphin/test/ground/suite"
 )
 
 const bucket = "backups"
@@ -64,13 +65,22 @@ func backupEnded(t *testing.T, ns, name string) *mysqlv1beta1.MySQLBackup {
 	return b
 }
 
-// startS3 starts the ground's S3 server for the test (stopped at its end) and creates
-// the bucket; store is the test's own client of it.
+// startS3 starts the ground's S3 server for the test and creates the bucket; store is the
+// test's own client of it. At the test's end the server runs until the test's namespaces
+// are gone (their backups' finalizers delete stored objects), then stops.
 func startS3(t *testing.T) (*ground.S3, *objectstore.Store) {
 	t.Helper()
 	s3, err := g.StartS3(context.Background())
 	require.NoError(t, err)
-	t.Cleanup(s3.Stop)
+	t.Cleanup(func() {
+		if !s3.Running() {
+			if err := s3.Start(context.Background()); err != nil {
+				t.Errorf("starting the S3 server again for the namespaces' deletion: %v", err)
+			}
+		}
+		suite.DeleteNamespaces(t, k8s)
+		s3.Stop()
+	})
 	store, err := s3.Store(bucket)
 	require.NoError(t, err)
 	require.NoError(t, store.CreateBucket(context.Background()))
@@ -169,12 +179,12 @@ func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 	}
 	require.True(t, names["mysql.ibd"] && names["shop/orders.ibd"], "the copy holds the system tablespace and the table: %d files", len(names))
 
-	// Restored into new clusters (while the test goes on): the physical backup into two
-	// instances, the second cloned from the first; the logical one into one; a copy of
-	// the logical backup with a byte changed in the store is refused.
+	// Restored into new clusters through the restore Job (while the test goes on): the
+	// physical backup into two instances, the second cloned from the first; a copy of the
+	// logical backup with a byte changed in the store is refused. (Each method's restore
+	// gives back the same rows and GTID set in test/backup, against a real mysqld.)
 	sums := tableSums(t, db)
 	fromPhysical := startRestore(t, ns, "from-physical", p.Name, 2)
-	fromLogical := startRestore(t, ns, "from-logical", b.Name, 1)
 	require.NoError(t, k8s.Create(ctx, newBackup(ns, "tampered", c.Name, good)))
 	tampered := backupEnded(t, ns, "tampered")
 	require.Equal(t, mysqlv1beta1.BackupPhaseCompleted, tampered.Status.Phase, "%v", tampered.Status.Conditions)
@@ -208,7 +218,6 @@ func TestBackupsAreWhatTheirStatusSays(t *testing.T) {
 	require.Empty(t, listed)
 
 	requireRestored(t, fromPhysical, p, sums)
-	requireRestored(t, fromLogical, b, sums)
 	requireRestoreRefused(t, fromTampered, mysqlv1beta1.ReasonBackupCorrupted)
 
 	// The store gone: Failed, StorageUnreachable, within the backup's timeout.

@@ -73,6 +73,9 @@ func (s *S3) Stop() {
 	}
 }
 
+// Running reports whether the server was started and not stopped since.
+func (s *S3) Running() bool { return s.proc != nil }
+
 // Store is a client of bucket, as the test's own view of what is stored.
 func (s *S3) Store(bucket string) (*objectstore.Store, error) {
 	if s == nil {

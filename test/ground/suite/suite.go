@@ -11,10 +11,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,6 +80,9 @@ func Ground(ctx context.Context) (*ground.Ground, error) {
 	return ground.Start(ctx, ground.Options{Log: os.Stderr, MoreImages: more})
 }
 
+// namespaces are the namespaces each running test made with Namespace, by test name.
+var namespaces sync.Map // string -> *[]string
+
 // Namespace creates a namespace for one test (named prefix-…) where the restricted Pod
 // Security level is enforced, so every pod the operator creates must meet it; it is
 // deleted when the test ends.
@@ -88,6 +93,37 @@ func Namespace(t *testing.T, k8s client.Client, prefix string) string {
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating a namespace: %v", err)
 	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	list, _ := namespaces.LoadOrStore(t.Name(), new([]string))
+	*list.(*[]string) = append(*list.(*[]string), ns.Name)
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), ns)
+		namespaces.Delete(t.Name())
+	})
 	return ns.Name
+}
+
+// DeleteNamespaces deletes the namespaces the test made with Namespace and waits until
+// they are gone: a cleanup that must run before something their deletion needs goes (the
+// S3 server their backups' finalizers delete objects from) calls it first.
+func DeleteNamespaces(t *testing.T, k8s client.Client) {
+	t.Helper()
+	list, ok := namespaces.Load(t.Name())
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	for _, name := range *list.(*[]string) {
+		_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	err := ground.Poll(ctx, namespacesGone, func() error {
+		for _, name := range *list.(*[]string) {
+			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("namespace %s still there (%v)", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("deleting the test's namespaces: %v", err)
+	}
 }

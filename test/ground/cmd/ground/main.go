@@ -169,6 +169,12 @@ func start(ctx context.Context, mode string, o options, binDir, dir string) (*gr
 	return g, nil
 }
 
+// shellQuote quotes name=value's value for sh.
+func shellQuote(kv string) string {
+	k, v, _ := strings.Cut(kv, "=")
+	return k + "='" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
@@ -187,9 +193,18 @@ func writeKubectl(state, binDir string, c *localcluster.Cluster) (string, error)
 		return "", fmt.Errorf("kubectl: %w (run `make cluster-tools`)", err)
 	}
 	enter := filepath.Join(state, "enter")
+	// The environment make gave this process (the image lists, the tools' folder, ...), so
+	// that a test run through enter finds what a make target's run finds.
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "DOLPHIN_") && k != localcluster.EnvInNetNS && k != ground.EnvGround ||
+			k == "KUBEBUILDER_ASSETS" {
+			env = append(env, shellQuote(kv))
+		}
+	}
 	script := fmt.Sprintf("#!/bin/sh\n# Runs a command inside the test ground's network and mount namespaces (written by ground).\n"+
-		"KUBECONFIG=%q %s=%q %s=ready exec nsenter --net=/proc/%d/ns/net --mount=/proc/%d/ns/mnt --wd=\"$PWD\" \"$@\"\n",
-		c.Kubeconfig, ground.EnvGround, c.Dir(), localcluster.EnvInNetNS, os.Getpid(), os.Getpid())
+		"export %s\nKUBECONFIG=%q %s=%q %s=ready exec nsenter --net=/proc/%d/ns/net --mount=/proc/%d/ns/mnt --wd=\"$PWD\" \"$@\"\n",
+		strings.Join(append(env, "PATH=\"$PATH\""), " "), c.Kubeconfig, ground.EnvGround, c.Dir(), localcluster.EnvInNetNS, os.Getpid(), os.Getpid())
 	if err := os.WriteFile(enter, []byte(script), 0o755); err != nil {
 		return "", fmt.Errorf("while writing %s: %w", enter, err)
 	}
