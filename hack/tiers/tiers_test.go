@@ -30,13 +30,7 @@ slow:
 `
 
 func TestAFailingTierEndsWithItsReasonAndTheTable(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644))
-	script, err := filepath.Abs("../run-tiers.sh")
-	require.NoError(t, err)
-	cmd := exec.Command("bash", script, "ok", "bad", "never")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	out, err := runTiers(t, "ok", "bad", "never")
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "run-tiers exits non-zero when a tier fails")
 	require.Equal(t, 1, exit.ExitCode())
@@ -58,34 +52,32 @@ func TestAFailingTierEndsWithItsReasonAndTheTable(t *testing.T) {
 }
 
 func TestPassingTiersPrintNoReason(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644))
-	script, err := filepath.Abs("../run-tiers.sh")
-	require.NoError(t, err)
-	cmd := exec.Command("bash", script, "ok", "never")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	out, err := runTiers(t, "ok", "never")
 	require.NoError(t, err, "%s", out)
 	require.NotContains(t, string(out), "== why")
 	require.Contains(t, string(out), "tiers: 2 passed, 0 failed, 0 not run")
 }
 
 func TestARunOverItsBudgetSaysSoAfterTheGroundTestsTable(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644))
-	script, err := filepath.Abs("../run-tiers.sh")
-	require.NoError(t, err)
-	cmd := exec.Command("bash", script, "--budget", "1", "slow")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	out, err := runTiers(t, "--budget", "1", "slow")
 	require.NoError(t, err, "%s", out)
 	require.Regexp(t, `== ground tests ==\n.*\ntest/e2e +TestX +Core +2.0  pass\n`, string(out))
 	require.Regexp(t, `WARNING: this run took \d+ s, over its budget of 1 s`, string(out))
 
-	cmd = exec.Command("bash", script, "--budget", "100", "ok")
-	cmd.Dir = dir
-	out, err = cmd.CombinedOutput()
+	out, err = runTiers(t, "--budget", "100", "ok")
 	require.NoError(t, err, "%s", out)
 	require.NotContains(t, string(out), "WARNING")
 	require.NotContains(t, string(out), "== ground tests ==", "no ground tier ran")
+}
+
+// runTiers runs run-tiers.sh with args in a folder holding makefile.
+func runTiers(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644))
+	script, err := filepath.Abs("../run-tiers.sh")
+	require.NoError(t, err)
+	cmd := exec.Command("bash", append([]string{script}, args...)...)
+	cmd.Dir = dir
+	return cmd.CombinedOutput()
 }
