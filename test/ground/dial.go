@@ -91,7 +91,8 @@ func lookup(ctx context.Context, host string) ([]string, error) {
 		ips, err := net.DefaultResolver.LookupHost(lctx, host)
 		cancel()
 		var dnsErr *net.DNSError
-		if err == nil || !errors.As(err, &dnsErr) || !(dnsErr.IsTemporary || dnsErr.IsTimeout) || time.Now().After(deadline) {
+		retry := errors.As(err, &dnsErr) && (dnsErr.IsTemporary || dnsErr.IsTimeout)
+		if !retry || time.Now().After(deadline) {
 			return ips, err
 		}
 		select {

@@ -118,7 +118,7 @@ func DeleteNamespaces(t *testing.T, k8s client.Client) {
 	err := ground.Poll(ctx, namespacesGone, func() error {
 		for _, name := range *list.(*[]string) {
 			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("namespace %s still there (%v)", name, err)
+				return fmt.Errorf("namespace %s still there (%w)", name, err)
 			}
 		}
 		return nil
