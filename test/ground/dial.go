@@ -23,7 +23,13 @@ const podPrefix = "pod:"
 
 func podAddr(namespace, pod string) string { return podPrefix + namespace + "/" + pod }
 
-func hostPort(host string) string { return net.JoinHostPort(host, "3306") }
+// hostPort is host's MySQL address; a pod's address (podAddr) is dialled on 3306 already.
+func hostPort(host string) string {
+	if strings.HasPrefix(host, podPrefix) {
+		return host
+	}
+	return net.JoinHostPort(host, "3306")
+}
 
 var dialers sync.Map // *Ground -> the network name its dial function is registered under
 
@@ -49,7 +55,7 @@ func (g *Ground) dial(ctx context.Context, addr string) (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.DialContext(ctx, "tcp", hostPort(ip))
+		return d.DialContext(ctx, "tcp", net.JoinHostPort(ip, "3306"))
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
