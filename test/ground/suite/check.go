@@ -154,6 +154,15 @@ func (c *checker) nodesUp(ctx context.Context) error {
 }
 
 func (c *checker) operatorAsBefore(ctx context.Context, was scene) error {
+	if err := c.operatorRolledOut(ctx, was); err != nil {
+		return err
+	}
+	return ground.ProbeWebhooks(ctx, c.g.RESTConfig())
+}
+
+// operatorRolledOut returns why the operator's Deployment does not run the pod template
+// it had, on every replica.
+func (c *checker) operatorRolledOut(ctx context.Context, was scene) error {
 	now, err := c.look(ctx)
 	if err != nil {
 		return err
@@ -169,5 +178,5 @@ func (c *checker) operatorAsBefore(ctx context.Context, was scene) error {
 		return fmt.Errorf("the operator's Deployment: %d available, %d of %d updated", d.Status.AvailableReplicas,
 			d.Status.UpdatedReplicas, d.Status.Replicas)
 	}
-	return ground.ProbeWebhooks(ctx, c.g.RESTConfig())
+	return nil
 }
