@@ -26,8 +26,9 @@ const (
 	operatorBack   = 3 * time.Minute
 )
 
-// brokenFile, in the ground's cluster folder, names the test that left the ground changed:
-// every later test, of this package or another on the same ground, fails at once naming it.
+// brokenFile, in the ground's cluster folder, names the test that left the ground broken
+// (a node down, the operator changed): every later test, of this package or another on the
+// same ground, fails at once naming it.
 const brokenFile = "left-changed-by"
 
 // scene is what a test found on the ground: what it must leave as it was.
@@ -57,9 +58,12 @@ func (c *checker) before(t ground.LevelT) {
 	}
 	// Registered first, so it runs after every cleanup the test registers.
 	t.Cleanup(func() {
-		if err := c.after(s); err != nil {
-			t.Errorf("the test left the shared ground changed: %v", err)
-			_ = os.WriteFile(filepath.Join(c.g.Dir(), brokenFile), fmt.Appendf(nil, "%s: %v\n", t.Name(), err), 0o644)
+		left, broken := c.after(s)
+		if left != nil {
+			t.Errorf("the test left the shared ground changed: %v", left)
+		}
+		if broken != nil {
+			_ = os.WriteFile(filepath.Join(c.g.Dir(), brokenFile), fmt.Appendf(nil, "%s: %v\n", t.Name(), broken), 0o644)
 		}
 	})
 }
@@ -88,20 +92,22 @@ func (c *checker) look(ctx context.Context) (scene, error) {
 
 // after waits, each within its bound, until the test's namespaces are gone, every node
 // runs and is Ready, and the operator runs with the pod template it had, answering its
-// webhooks; it returns what still differs.
-func (c *checker) after(was scene) error {
+// webhooks; it returns what still differs, and of that what leaves the ground broken for
+// the tests after it (a node down, the operator changed). A namespace left behind is the
+// test's own failure: the next tests make namespaces of their own.
+func (c *checker) after(was scene) (left, broken error) {
 	ctx := context.Background()
-	var errs []error
+	var errs, fatal []error
 	if err := ground.Poll(ctx, namespacesGone, func() error { return c.namespacesAsBefore(ctx, was) }); err != nil {
 		errs = append(errs, err)
 	}
 	if err := ground.Poll(ctx, nodesBack, func() error { return c.nodesUp(ctx) }); err != nil {
-		errs = append(errs, err)
+		fatal = append(fatal, err)
 	}
 	if err := ground.Poll(ctx, operatorBack, func() error { return c.operatorAsBefore(ctx, was) }); err != nil {
-		errs = append(errs, err)
+		fatal = append(fatal, err)
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, fatal...)...), errors.Join(fatal...)
 }
 
 func (c *checker) namespacesAsBefore(ctx context.Context, was scene) error {

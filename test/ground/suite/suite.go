@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -81,7 +82,10 @@ func Ground(ctx context.Context) (*ground.Ground, error) {
 }
 
 // namespaces are the namespaces each running test made with Namespace, by test name.
-var namespaces sync.Map // string -> *[]string
+var (
+	namespacesMu sync.Mutex
+	namespaces   = map[string][]string{}
+)
 
 // Namespace creates a namespace for one test (named prefix-…) where the restricted Pod
 // Security level is enforced, so every pod the operator creates must meet it; it is
@@ -93,12 +97,17 @@ func Namespace(t *testing.T, k8s client.Client, prefix string) string {
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating a namespace: %v", err)
 	}
-	list, _ := namespaces.LoadOrStore(t.Name(), new([]string))
-	*list.(*[]string) = append(*list.(*[]string), ns.Name)
-	t.Cleanup(func() {
-		_ = k8s.Delete(context.Background(), ns)
-		namespaces.Delete(t.Name())
-	})
+	namespacesMu.Lock()
+	if _, seen := namespaces[t.Name()]; !seen {
+		t.Cleanup(func() { // the test's first cleanup runs last: the record goes with the test
+			namespacesMu.Lock()
+			defer namespacesMu.Unlock()
+			delete(namespaces, t.Name())
+		})
+	}
+	namespaces[t.Name()] = append(namespaces[t.Name()], ns.Name)
+	namespacesMu.Unlock()
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
 	return ns.Name
 }
 
@@ -107,16 +116,15 @@ func Namespace(t *testing.T, k8s client.Client, prefix string) string {
 // S3 server their backups' finalizers delete objects from) calls it first.
 func DeleteNamespaces(t *testing.T, k8s client.Client) {
 	t.Helper()
-	list, ok := namespaces.Load(t.Name())
-	if !ok {
-		return
-	}
+	namespacesMu.Lock()
+	list := slices.Clone(namespaces[t.Name()])
+	namespacesMu.Unlock()
 	ctx := context.Background()
-	for _, name := range *list.(*[]string) {
+	for _, name := range list {
 		_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	err := ground.Poll(ctx, namespacesGone, func() error {
-		for _, name := range *list.(*[]string) {
+		for _, name := range list {
 			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("namespace %s still there (%w)", name, err)
 			}
