@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mysqlv1beta1 "github.com/dolphin-operator/dolphin/api/v1beta1"
 	"github.com/dolphin-operator/dolphin/test/ground"
 	"github.com/dolphin-operator/dolphin/test/localcluster"
 )
@@ -111,8 +112,8 @@ func Namespace(t *testing.T, k8s client.Client, prefix string) string {
 	return ns.Name
 }
 
-// DeleteNamespaces deletes the namespaces the test made with Namespace and waits until
-// they are gone: a cleanup that must run before something their deletion needs goes (the
+// DeleteNamespaces deletes the MySQLBackups and then the namespaces the test made with
+// Namespace, and waits until they are gone: a cleanup that must run before something their deletion needs goes (the
 // S3 server their backups' finalizers delete objects from) calls it first.
 func DeleteNamespaces(t *testing.T, k8s client.Client) {
 	t.Helper()
@@ -120,17 +121,40 @@ func DeleteNamespaces(t *testing.T, k8s client.Client) {
 	list := slices.Clone(namespaces[t.Name()])
 	namespacesMu.Unlock()
 	ctx := context.Background()
+	// The backups go first, while their store's credentials Secret is there: a backup's
+	// finalizer needs it to delete the stored objects, and waits for ever without it.
 	for _, name := range list {
-		_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		_ = k8s.DeleteAllOf(ctx, &mysqlv1beta1.MySQLBackup{}, client.InNamespace(name))
 	}
 	err := ground.Poll(ctx, namespacesGone, func() error {
 		for _, name := range list {
-			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("namespace %s still there (%w)", name, err)
+			backups := &mysqlv1beta1.MySQLBackupList{}
+			if err := k8s.List(ctx, backups, client.InNamespace(name)); err != nil {
+				return err
+			}
+			if len(backups.Items) > 0 {
+				return fmt.Errorf("namespace %s: %d backups left", name, len(backups.Items))
 			}
 		}
 		return nil
 	})
+	for _, name := range list {
+		_ = k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	if err == nil {
+		err = ground.Poll(ctx, namespacesGone, func() error {
+			for _, name := range list {
+				err := k8s.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+				if err == nil {
+					return fmt.Errorf("namespace %s still there", name)
+				}
+				if !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		t.Errorf("deleting the test's namespaces: %v", err)
 	}
