@@ -67,11 +67,13 @@ func CAInjected(ctx context.Context, k8s client.Client, ca []byte) error {
 	return errors.Join(errs...)
 }
 
-// Forbidden returns the lines of an operator's log that tell of a call its RBAC refused.
+// Forbidden returns the lines of an operator's log that tell of a call its RBAC refused
+// (`... is forbidden: User "..." cannot ...`): not the API server's refusal to create an
+// Event in a namespace being deleted, which it words as forbidden too.
 func Forbidden(logs string) []string {
 	var refused []string
 	for line := range strings.SplitSeq(logs, "\n") {
-		if strings.Contains(line, "forbidden") {
+		if strings.Contains(line, `is forbidden: User \"`) || strings.Contains(line, `is forbidden: User "`) {
 			refused = append(refused, line)
 		}
 	}
