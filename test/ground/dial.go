@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// lookupBound is how long a dial retries a name the cluster's DNS did not resolve (it
-// answers SERVFAIL for a moment after the Service's endpoints change).
+// lookupBound is how long a dial retries a name the cluster's DNS answered with a
+// temporary failure or not at all.
 const lookupBound = 5 * time.Second
 
 // podPrefix marks an address that names a pod (pod:<namespace>/<name>) rather than host:port.

@@ -60,7 +60,7 @@ func EachTest(f func(LevelT)) {
 }
 
 // Level is the first line of every ground test: it names the test's level in the log
-// (hack/testjson's table reads it), skips a Full test when the run holds Core tests only,
+// (hack/testrun's table reads it), skips a Full test when the run holds Core tests only,
 // with the target that runs it, and runs the EachTest hooks.
 func Level(t LevelT, l TestLevel) {
 	t.Helper()

@@ -34,7 +34,7 @@ func ServiceHost(namespace, service string) string { return service + "." + name
 
 // DB opens a connection with root's privileges (rootDB) to one instance of a cluster the
 // way the operator reaches it: each dial goes to the pod's IP of the moment (no name
-// lookup, which fails for a while after the pod restarts), over TLS verified for the
+// lookup through the cluster's DNS), over TLS verified for the
 // instance's DNS name against the cluster's CA.
 func (g *Ground) DB(ctx context.Context, namespace, cluster, pod string) (*sql.DB, error) {
 	return g.rootDB(ctx, namespace, cluster, podAddr(namespace, pod), InstanceHost(namespace, cluster, pod))

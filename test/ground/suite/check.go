@@ -78,16 +78,27 @@ func (c *checker) look(ctx context.Context) (scene, error) {
 	for _, ns := range list.Items {
 		s.namespaces = append(s.namespaces, ns.Name)
 	}
-	d := &appsv1.Deployment{}
-	if err := c.k8s.Get(ctx, client.ObjectKey{Namespace: ground.OperatorNamespace, Name: ground.OperatorDeployment}, d); err != nil {
-		return s, fmt.Errorf("while reading the operator's Deployment: %w", err)
-	}
-	raw, err := json.Marshal(d.Spec.Template)
+	d, err := c.operator(ctx)
 	if err != nil {
 		return s, err
 	}
-	s.operator = string(raw)
-	return s, nil
+	s.operator, err = template(d)
+	return s, err
+}
+
+// operator reads the operator's Deployment.
+func (c *checker) operator(ctx context.Context) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	if err := c.k8s.Get(ctx, client.ObjectKey{Namespace: ground.OperatorNamespace, Name: ground.OperatorDeployment}, d); err != nil {
+		return nil, fmt.Errorf("while reading the operator's Deployment: %w", err)
+	}
+	return d, nil
+}
+
+// template is a Deployment's pod template as JSON, to compare.
+func template(d *appsv1.Deployment) (string, error) {
+	raw, err := json.Marshal(d.Spec.Template)
+	return string(raw), err
 }
 
 // after waits, each within its bound, until the test's namespaces are gone, every node
@@ -169,16 +180,16 @@ func (c *checker) operatorAsBefore(ctx context.Context, was scene) error {
 // operatorRolledOut returns why the operator's Deployment does not run the pod template
 // it had, on every replica.
 func (c *checker) operatorRolledOut(ctx context.Context, was scene) error {
-	now, err := c.look(ctx)
+	d, err := c.operator(ctx)
 	if err != nil {
 		return err
 	}
-	if now.operator != was.operator {
-		return fmt.Errorf("the operator's pod template changed:\nwas %s\nnow %s", was.operator, now.operator)
-	}
-	d := &appsv1.Deployment{}
-	if err := c.k8s.Get(ctx, client.ObjectKey{Namespace: ground.OperatorNamespace, Name: ground.OperatorDeployment}, d); err != nil {
+	now, err := template(d)
+	if err != nil {
 		return err
+	}
+	if now != was.operator {
+		return fmt.Errorf("the operator's pod template changed:\nwas %s\nnow %s", was.operator, now)
 	}
 	if d.Status.AvailableReplicas < 1 || d.Status.UpdatedReplicas != d.Status.Replicas {
 		return fmt.Errorf("the operator's Deployment: %d available, %d of %d updated", d.Status.AvailableReplicas,
